@@ -1,0 +1,89 @@
+//! The admin API under `/admin`: bearer-token protected, JSON in and out, stable error codes,
+//! keyset paging (`?cursor=<id>&limit=<n>`, answers carry `next_cursor`).
+
+mod conversations;
+mod error;
+mod tasks;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+pub use error::ApiError;
+
+use crate::config::Secret;
+use crate::deps::Deps;
+
+const MAX_LIMIT: usize = 500;
+
+/// The admin routes, or `None` when no token is configured (the API is then disabled).
+pub fn router(deps: Deps) -> Option<Router> {
+    let token = deps.settings.admin.token.clone()?;
+    let routes = Router::new()
+        .route("/admin/tasks", get(tasks::list))
+        .route("/admin/tasks/{id}", get(tasks::detail))
+        .route("/admin/conversations", get(conversations::list))
+        .route("/admin/conversations/{id}", get(conversations::detail))
+        .route(
+            "/admin/conversations/{id}/messages",
+            get(conversations::messages),
+        )
+        .fallback(|| async { ApiError::not_found("admin route") })
+        .with_state(deps)
+        .layer(middleware::from_fn_with_state(token, require_token));
+    Some(routes)
+}
+
+async fn require_token(
+    State(token): State<Secret>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let given = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(given) = given else {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send Authorization: Bearer <admin token>",
+        ));
+    };
+    // Compare digests in constant time (so neither content nor length leaks through timing).
+    let a = Sha256::digest(given.as_bytes());
+    let b = Sha256::digest(token.expose().as_bytes());
+    if bool::from(a.ct_eq(&b)) {
+        Ok(next.run(request).await)
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the admin token is not valid",
+        ))
+    }
+}
+
+/// `limit` within 1..=500 (default 50).
+fn limit(raw: Option<usize>) -> Result<usize, ApiError> {
+    match raw {
+        None => Ok(50),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(_) => Err(ApiError::bad_parameter("limit must be between 1 and 500")),
+    }
+}
+
+fn time_param(name: &str, raw: Option<&str>) -> Result<Option<i64>, ApiError> {
+    raw.map(|s| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .map(|t| t.timestamp_millis())
+            .map_err(|_| ApiError::bad_parameter(format!("{name} must be an RFC 3339 time")))
+    })
+    .transpose()
+}

@@ -1,0 +1,92 @@
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use ctxgate_contract::SourceType;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, limit, time_param};
+use crate::deps::Deps;
+use crate::domain::{ConversationId, TaskId, TaskStatus};
+use crate::store::{Page, TaskFilter};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskQuery {
+    status: Option<String>,
+    source_type: Option<String>,
+    channel: Option<String>,
+    conversation: Option<i64>,
+    created_after: Option<String>,
+    created_before: Option<String>,
+    cursor: Option<i64>,
+    limit: Option<usize>,
+}
+
+/// `GET /admin/tasks`: newest first, filtered.
+pub async fn list(
+    State(deps): State<Deps>,
+    query: Result<Query<TaskQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query?;
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| {
+            TaskStatus::parse(s).ok_or_else(|| {
+                ApiError::bad_parameter(
+                    "status must be one of pending, running, completed, failed, cancelled",
+                )
+            })
+        })
+        .transpose()?;
+    let source_type = q
+        .source_type
+        .as_deref()
+        .map(|s| {
+            SourceType::parse(s)
+                .ok_or_else(|| ApiError::bad_parameter(format!("unknown source_type {s:?}")))
+        })
+        .transpose()?;
+    let filter = TaskFilter {
+        status,
+        source_type,
+        channel: q.channel,
+        conversation: q.conversation.map(ConversationId),
+        created_after: time_param("created_after", q.created_after.as_deref())?,
+        created_before: time_param("created_before", q.created_before.as_deref())?,
+        page: Page {
+            before: q.cursor,
+            limit: limit(q.limit)?,
+        },
+    };
+    let tasks = deps.store.list_tasks(&filter).await?;
+    let next = (tasks.len() == filter.page.limit)
+        .then(|| tasks.last().map(|t| t.id))
+        .flatten();
+    Ok(Json(json!({ "items": tasks, "next_cursor": next })))
+}
+
+/// `GET /admin/tasks/{id}`: the task with its attempts, trigger message and deliveries.
+pub async fn detail(
+    State(deps): State<Deps>,
+    Path(id): Path<i64>,
+) -> Result<Json<Value>, ApiError> {
+    let store = &deps.store;
+    let task = store
+        .get_task(TaskId(id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("task"))?;
+    let attempts = store.task_attempts(task.id).await?;
+    let deliveries = store.deliveries_for_task(task.id).await?;
+    let trigger = match task.message_id {
+        Some(m) => store.get_message(m).await?,
+        None => None,
+    };
+    Ok(Json(json!({
+        "task": task,
+        "trigger": trigger,
+        "attempts": attempts,
+        "deliveries": deliveries,
+    })))
+}

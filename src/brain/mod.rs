@@ -1,0 +1,78 @@
+//! The brain seam: what the worker hands an LLM provider and what comes back.
+
+mod echo;
+mod scripted;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use ctxgate_contract::Role;
+use serde::Serialize;
+
+pub use echo::EchoBrain;
+pub use scripted::{ScriptedBrain, Step};
+
+use crate::domain::{Action, Usage};
+
+/// One turn of prior conversation shown to the brain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Turn {
+    pub role: Role,
+    /// Who wrote it (display name or id).
+    pub speaker: String,
+    pub text: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// Everything a brain sees for one task: the system prompt, the selected context (oldest first)
+/// and the message to answer. Nothing from another conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BrainRequest {
+    pub task_id: i64,
+    pub conversation_id: i64,
+    pub system: String,
+    pub context: Vec<Turn>,
+    pub message: Turn,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrainReply {
+    pub text: String,
+    pub usage: Usage,
+    pub actions: Vec<Action>,
+}
+
+/// What went wrong, phrased as what the worker should do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BrainError {
+    /// Worth retrying (429, 5xx, connection reset); the provider may have said when.
+    #[error("transient brain error: {message}")]
+    Transient {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// Retrying cannot help (4xx, refused prompt, bad configuration).
+    #[error("brain error: {0}")]
+    Permanent(String),
+    #[error("the brain did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+impl BrainError {
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, BrainError::Permanent(_))
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            BrainError::Transient { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+pub trait Brain: Send + Sync {
+    async fn complete(&self, request: &BrainRequest) -> Result<BrainReply, BrainError>;
+}

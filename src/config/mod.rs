@@ -1,0 +1,365 @@
+//! Settings: a documented schema, loaded from TOML with environment overrides.
+//!
+//! `config/default.toml` documents every key and equals [`Settings::default`] (a test keeps them
+//! equal). Loading is in [`load`], checks that need more than types in [`validate`].
+
+mod load;
+mod secret;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use load::{ConfigError, load, load_str};
+pub use secret::Secret;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    pub http: HttpSettings,
+    pub store: StoreSettings,
+    pub admin: AdminSettings,
+    pub telemetry: TelemetrySettings,
+    pub worker: WorkerSettings,
+    pub outbox: OutboxSettings,
+    pub conversation: ConversationSettings,
+    /// Named brains; tasks use `default` unless a channel or schedule names another.
+    pub brains: BTreeMap<String, BrainSettings>,
+    /// Named signed webhooks, served at `POST /webhooks/{name}`.
+    pub webhooks: BTreeMap<String, WebhookSettings>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            http: HttpSettings::default(),
+            store: StoreSettings::default(),
+            admin: AdminSettings::default(),
+            telemetry: TelemetrySettings::default(),
+            worker: WorkerSettings::default(),
+            outbox: OutboxSettings::default(),
+            conversation: ConversationSettings::default(),
+            brains: BTreeMap::from([("default".to_owned(), BrainSettings::default())]),
+            webhooks: BTreeMap::from([(
+                "default".to_owned(),
+                WebhookSettings {
+                    secret_file: Some(PathBuf::from("data/webhook-default.secret")),
+                    ..WebhookSettings::default()
+                },
+            )]),
+        }
+    }
+}
+
+/// The HTTP server: webhooks, health and the admin API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSettings {
+    /// Address to listen on. Port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// Largest accepted request body in bytes (larger ones get 413).
+    pub body_limit_bytes: usize,
+    /// Requests taking longer are answered 408.
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8686)),
+            body_limit_bytes: 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The durable store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSettings {
+    /// `sqlite://PATH` (created if missing) or `sqlite::memory:`.
+    pub url: String,
+    /// How long a connection waits for a lock held by another process.
+    #[serde(with = "humantime_serde")]
+    pub busy_timeout: Duration,
+    /// SQLite `synchronous`: `normal` (durable across process crashes; the WAL default) or `full`
+    /// (also across power loss, slower).
+    pub synchronous: Synchronous,
+    /// Connections used for reads (writes go through one connection).
+    pub read_connections: u32,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://data/ctxgate.db".to_owned(),
+            busy_timeout: Duration::from_secs(5),
+            synchronous: Synchronous::Normal,
+            read_connections: 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    Normal,
+    Full,
+}
+
+/// The admin API under `/admin`. Without a token it is disabled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSettings {
+    /// Bearer token for full access (or set `token_file`, or `CTXGATE__ADMIN__TOKEN`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// File holding the token (trailing whitespace ignored).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// Logs and traces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetrySettings {
+    /// `pretty` for people, `json` for log collectors.
+    pub format: LogFormat,
+    /// A tracing filter (`info`, `ctxgate=debug,sqlx=warn`, …); `RUST_LOG` overrides it.
+    pub filter: String,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Pretty,
+            filter: "info,sqlx=warn".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+/// The task worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerSettings {
+    /// Tasks run at the same time (never two of one conversation).
+    pub count: usize,
+    /// How long a claimed task stays with its worker without a heartbeat.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+    /// How often a running task renews its lease (must be well below `lease`).
+    #[serde(with = "humantime_serde")]
+    pub heartbeat: Duration,
+    /// How often an idle worker looks for due tasks (new tasks wake it at once).
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// Attempts before a task is marked failed.
+    pub max_attempts: u32,
+    /// Wait before attempt 2, 3, …; the last value repeats.
+    #[serde(with = "duration_list")]
+    pub retry_backoff: Vec<Duration>,
+    /// Quick re-tries of a transient brain error (429, 5xx, timeout) within one attempt.
+    pub fast_retries: u32,
+    /// First wait of a quick re-try; doubles each time; a longer Retry-After wins.
+    #[serde(with = "humantime_serde")]
+    pub fast_retry_backoff: Duration,
+    /// On shutdown, running tasks get this long to finish before they are handed back.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            count: 2,
+            lease: Duration::from_secs(60),
+            heartbeat: Duration::from_secs(15),
+            poll_interval: Duration::from_secs(1),
+            max_attempts: 3,
+            retry_backoff: vec![
+                Duration::from_secs(60),
+                Duration::from_secs(240),
+                Duration::from_secs(960),
+            ],
+            fast_retries: 2,
+            fast_retry_backoff: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Delivery of answers through the channels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutboxSettings {
+    /// How often the delivery loop looks for due deliveries (new answers wake it at once).
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// Delivery attempts before an answer is marked undeliverable.
+    pub max_attempts: u32,
+    /// First wait after a failed delivery; doubles each time up to `max_backoff`.
+    #[serde(with = "humantime_serde")]
+    pub initial_backoff: Duration,
+    #[serde(with = "humantime_serde")]
+    pub max_backoff: Duration,
+    /// How long one delivery may hold its claim.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+}
+
+impl Default for OutboxSettings {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_secs(1),
+            max_attempts: 10,
+            initial_backoff: Duration::from_secs(5),
+            max_backoff: Duration::from_secs(600),
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Which prior messages go into the prompt (see CONTEXT.md). Defaults are the reference
+/// behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConversationSettings {
+    /// No history at all when false.
+    pub enabled: bool,
+    /// Newest messages considered by the interactive selection.
+    pub lookback_count: usize,
+    /// With this many candidates or fewer, include all, no triage.
+    pub skip_selection_threshold: usize,
+    /// Completer used for triage: `fast` = the task brain's fast completer.
+    pub selection_model: String,
+    /// Bound on the whole triage call.
+    #[serde(with = "humantime_serde")]
+    pub selection_timeout: Duration,
+    /// False includes every candidate without triage.
+    pub use_selection: bool,
+    /// The newest N candidates are always included.
+    pub always_include_recent: usize,
+    /// Max characters per assistant message in the prompt (0 = no limit).
+    pub context_truncation: usize,
+    /// Drop candidates older than this many hours before the newest one (0 = off).
+    pub context_recency_hours: u64,
+    /// Floor for the recency filter.
+    pub context_min_messages: usize,
+    /// Newest N scheduled/briefing results added back to interactive context.
+    pub previous_tasks_count: usize,
+    /// Messages fetched from the Talk cache for context (and backfilled on first sight).
+    pub talk_context_limit: usize,
+    /// The Talk cache keeps the newest N messages per room.
+    pub talk_cache_max_per_conversation: usize,
+}
+
+impl Default for ConversationSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            lookback_count: 25,
+            skip_selection_threshold: 3,
+            selection_model: "fast".to_owned(),
+            selection_timeout: Duration::from_secs(30),
+            use_selection: true,
+            always_include_recent: 5,
+            context_truncation: 0,
+            context_recency_hours: 0,
+            context_min_messages: 10,
+            previous_tasks_count: 3,
+            talk_context_limit: 100,
+            talk_cache_max_per_conversation: 200,
+        }
+    }
+}
+
+/// One brain (LLM provider).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BrainSettings {
+    /// `echo` answers by quoting the message (for trying the gateway out without a model).
+    pub kind: BrainKind,
+    /// System prompt given to the brain before the context.
+    pub system_prompt: String,
+}
+
+impl Default for BrainSettings {
+    fn default() -> Self {
+        Self {
+            kind: BrainKind::Echo,
+            system_prompt: "You are a helpful assistant.".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrainKind {
+    Echo,
+}
+
+/// One signed webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    pub enabled: bool,
+    /// Shared HMAC secret (or `secret_file`, or `CTXGATE__WEBHOOKS__<NAME>__SECRET`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Secret>,
+    /// File holding the secret. When `secret` is unset and the file does not exist yet, a random
+    /// secret is generated into it at start-up (mode 0600).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<PathBuf>,
+    /// Signed requests must carry a timestamp within this window of the gateway's clock.
+    #[serde(with = "humantime_serde")]
+    pub timestamp_tolerance: Duration,
+    /// Timeout of one callback delivery.
+    #[serde(with = "humantime_serde")]
+    pub callback_timeout: Duration,
+    /// The brain answering this webhook's messages.
+    pub brain: String,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            secret: None,
+            secret_file: None,
+            timestamp_tolerance: Duration::from_secs(300),
+            callback_timeout: Duration::from_secs(10),
+            brain: "default".to_owned(),
+        }
+    }
+}
+
+/// `["1m", "4m"]` as a list of durations.
+mod duration_list {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|d| humantime::format_duration(*d).to_string()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|s| humantime::parse_duration(s).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}

@@ -1,0 +1,118 @@
+use std::path::Path;
+
+use super::{ConfigError, Secret, Settings};
+
+impl Settings {
+    /// Checks that need more than types, and reads secrets from their `*_file`s.
+    /// `origin_of(key)` names where a key was set (file or environment variable).
+    pub(super) fn validate(&self, origin_of: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+        let fail = |key: &str, msg: &str| Err(ConfigError::key(origin_of(key), key, msg));
+        let w = &self.worker;
+        if w.count == 0 {
+            return fail("worker.count", "must be at least 1");
+        }
+        if w.max_attempts == 0 {
+            return fail("worker.max_attempts", "must be at least 1");
+        }
+        if w.retry_backoff.is_empty() {
+            return fail("worker.retry_backoff", "must list at least one duration");
+        }
+        if w.heartbeat.is_zero() || w.heartbeat * 2 > w.lease {
+            return fail(
+                "worker.heartbeat",
+                "must be more than zero and at most half of worker.lease",
+            );
+        }
+        if self.outbox.max_attempts == 0 {
+            return fail("outbox.max_attempts", "must be at least 1");
+        }
+        if self.outbox.lease.is_zero() {
+            return fail("outbox.lease", "must be more than zero");
+        }
+        if !self.store.url.starts_with("sqlite:") {
+            return fail(
+                "store.url",
+                "must start with sqlite:// (e.g. sqlite://data/ctxgate.db) or be sqlite::memory:",
+            );
+        }
+        if self.store.read_connections == 0 {
+            return fail("store.read_connections", "must be at least 1");
+        }
+        if self.http.body_limit_bytes < 1024 {
+            return fail("http.body_limit_bytes", "must be at least 1024");
+        }
+        if !self.brains.contains_key("default") {
+            return fail("brains", "a brain named `default` is required");
+        }
+        for (name, hook) in &self.webhooks {
+            let key = format!("webhooks.{name}");
+            if !valid_name(name) {
+                return fail(
+                    &key,
+                    "webhook names use lowercase letters, digits, '-' and '_' only",
+                );
+            }
+            if !self.brains.contains_key(&hook.brain) {
+                return fail(&format!("{key}.brain"), "names no configured brain");
+            }
+            if hook.enabled && hook.secret.is_none() && hook.secret_file.is_none() {
+                return fail(&format!("{key}.secret"), "set secret or secret_file");
+            }
+            if let Some(s) = &hook.secret
+                && s.expose().len() < 16
+            {
+                return fail(&format!("{key}.secret"), "must be at least 16 characters");
+            }
+        }
+        if self.conversation.selection_model.trim().is_empty() {
+            return fail("conversation.selection_model", "must not be empty");
+        }
+        Ok(())
+    }
+
+    /// Reads secrets given as files. A webhook secret file that does not exist yet is left for
+    /// start-up to generate; the admin token file must exist.
+    pub fn resolve_secrets(&mut self) -> Result<(), ConfigError> {
+        if self.admin.token.is_none()
+            && let Some(path) = &self.admin.token_file
+        {
+            self.admin.token = Some(read_secret(path, "admin.token_file")?);
+        }
+        for (name, hook) in self.webhooks.iter_mut() {
+            if hook.secret.is_none()
+                && let Some(path) = &hook.secret_file
+                && path.exists()
+            {
+                hook.secret = Some(read_secret(path, &format!("webhooks.{name}.secret_file"))?);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn read_secret(path: &Path, key: &str) -> Result<Secret, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::key(
+            path.display().to_string(),
+            key,
+            format!("cannot read the secret file: {e}"),
+        )
+    })?;
+    let value = text.trim_end();
+    if value.is_empty() {
+        return Err(ConfigError::key(
+            path.display().to_string(),
+            key,
+            "the secret file is empty",
+        ));
+    }
+    Ok(Secret::new(value))
+}

@@ -1,0 +1,77 @@
+//! The HTTP server's routes: health, the webhook channel and the admin API, with a body limit, a
+//! request timeout and a trace span per request.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use ctxgate_contract::Intake;
+use ctxgate_webhook::{WebhookEndpoint, WebhookReceiver};
+use serde_json::json;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::admin::{self, ApiError};
+use crate::deps::Deps;
+
+pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
+    let settings = deps.settings.clone();
+    let endpoints: Vec<WebhookEndpoint> = settings
+        .webhooks
+        .iter()
+        .filter(|(_, w)| w.enabled)
+        .filter_map(|(name, w)| {
+            Some(WebhookEndpoint {
+                name: name.clone(),
+                secret: w.secret.as_ref()?.expose().as_bytes().to_vec(),
+                agent: None,
+            })
+        })
+        .collect();
+    // All webhooks share one tolerance window: the widest configured.
+    let window = settings
+        .webhooks
+        .values()
+        .map(|w| w.timestamp_tolerance.as_secs() as i64)
+        .max()
+        .unwrap_or(300);
+    let mut app = Router::new()
+        .route(
+            "/healthz",
+            get(|| async { axum::Json(json!({"status": "ok"})) }),
+        )
+        .route("/readyz", get(ready))
+        .with_state(deps.clone())
+        .merge(WebhookReceiver::new(endpoints, intake, window).router());
+    match admin::router(deps) {
+        Some(admin) => app = app.merge(admin),
+        None => tracing::warn!(
+            "admin API disabled: no admin token configured (set admin.token, admin.token_file or CTXGATE__ADMIN__TOKEN)"
+        ),
+    }
+    app.fallback(|| async { ApiError::not_found("route") })
+        .layer(DefaultBodyLimit::max(settings.http.body_limit_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            settings.http.request_timeout,
+        ))
+        .layer(TraceLayer::new_for_http())
+}
+
+async fn ready(State(deps): State<Deps>) -> impl IntoResponse {
+    match deps.store.ping().await {
+        Ok(()) => (StatusCode::OK, axum::Json(json!({"status": "ready"}))),
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready: store unreachable");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(
+                    json!({"error": {"code": "store_unavailable", "message": "the store is not reachable"}}),
+                ),
+            )
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! ctxgate: a conversation-context gateway for an AI assistant.
+//!
+//! Channels turn what they see into neutral events; [`intake`] commits them with their tasks;
+//! the [`worker`] builds each prompt with [`context`], asks a [`brain`], and leaves the answer in
+//! the [`outbox`], which delivers it through the channel. See ARCHITECTURE in the docs.
+
+pub mod admin;
+pub mod app;
+pub mod brain;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod context;
+pub mod deps;
+pub mod domain;
+pub mod http;
+pub mod intake;
+pub mod outbox;
+pub mod store;
+pub mod telemetry;
+pub mod worker;
+
+pub use app::{App, Overrides};
+pub use config::Settings;

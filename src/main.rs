@@ -1,0 +1,83 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use ctxgate::cli::{Cli, Command};
+use ctxgate::store::sqlite::SqliteStore;
+use ctxgate::{App, config, telemetry};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match config::load(cli.config.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ctxgate: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Command::CheckConfig => match toml::to_string_pretty(&settings) {
+            Ok(text) => {
+                println!("{text}");
+                eprintln!("ctxgate: configuration is valid");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ctxgate: cannot print the configuration: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Migrate => {
+            telemetry::init(&settings.telemetry);
+            let result = async {
+                let store = SqliteStore::connect(&settings.store).await?;
+                let applied = store.migrate().await?;
+                store.close().await;
+                Ok::<_, ctxgate::store::StoreError>(applied)
+            }
+            .await;
+            match result {
+                Ok(n) => {
+                    println!("applied {n} migration(s) to {}", settings.store.url);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ctxgate: migration failed: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Serve => {
+            telemetry::init(&settings.telemetry);
+            let app = match App::build(settings).await {
+                Ok(app) => app,
+                Err(e) => {
+                    tracing::error!("cannot start: {e:#}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let token = app.shutdown_token();
+            tokio::spawn(async move {
+                shutdown_signal().await;
+                tracing::info!("shutdown requested; finishing running work");
+                token.cancel();
+            });
+            match app.run().await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,135 @@
+//! The durable store: one interface, implemented for SQLite (and later PostgreSQL) without
+//! touching callers. All times are unix milliseconds, passed in by the caller so that tests can
+//! drive the clock.
+
+mod records;
+pub mod sqlite;
+
+use async_trait::async_trait;
+use ctxgate_contract::{InboundEvent, IntakeReceipt};
+
+use crate::domain::{ConversationId, DeliveryId, MessageId, TaskId};
+pub use records::*;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Cheap round trip, for readiness.
+    async fn ping(&self) -> StoreResult<()>;
+
+    // --- intake -------------------------------------------------------------------------------
+
+    /// Commits in ONE transaction: the message (or its edit/deletion), a task when the message is
+    /// a trigger (deduplicated by `task.dedup_key`), and the channel's cursor.
+    async fn ingest(
+        &self,
+        event: &InboundEvent,
+        task: Option<&NewTask>,
+        now: i64,
+    ) -> StoreResult<IntakeReceipt>;
+
+    async fn cursor(&self, channel: &str, scope: &str) -> StoreResult<Option<String>>;
+
+    // --- tasks --------------------------------------------------------------------------------
+
+    /// Claims the oldest due task of a conversation with no running task (tasks of one
+    /// conversation run in order, one at a time). Expired leases are taken back first.
+    async fn claim_task(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<TaskRecord>>;
+
+    /// Renews a lease; false when the task is no longer held by `worker`.
+    async fn heartbeat_task(
+        &self,
+        id: TaskId,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool>;
+
+    /// Completes a task held by `worker` and enqueues its delivery in the same transaction.
+    /// False (and nothing written) when the lease was lost.
+    async fn complete_task(&self, done: &Completion, now: i64) -> StoreResult<bool>;
+
+    /// Ends an attempt that failed: back to pending at `retry_at`, or failed for good when
+    /// `retry_at` is `None`. False when the lease was lost.
+    async fn fail_attempt(
+        &self,
+        id: TaskId,
+        worker: &str,
+        error: &str,
+        retry_at: Option<i64>,
+        now: i64,
+    ) -> StoreResult<bool>;
+
+    /// Hands a running task back without counting the attempt (shutdown).
+    async fn release_task(&self, id: TaskId, worker: &str, now: i64) -> StoreResult<bool>;
+
+    async fn get_task(&self, id: TaskId) -> StoreResult<Option<TaskRecord>>;
+    async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>>;
+    async fn task_attempts(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>>;
+
+    // --- conversations and messages -----------------------------------------------------------
+
+    async fn get_conversation(&self, id: ConversationId)
+    -> StoreResult<Option<ConversationRecord>>;
+    async fn list_conversations(&self, page: &Page) -> StoreResult<Vec<ConversationRecord>>;
+    async fn get_message(&self, id: MessageId) -> StoreResult<Option<MessageRecord>>;
+
+    /// The newest `limit` messages of a conversation with an id below `before` (all when
+    /// `None`), oldest first.
+    async fn messages_before(
+        &self,
+        conversation: ConversationId,
+        before: Option<MessageId>,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>>;
+
+    // --- outbox -------------------------------------------------------------------------------
+
+    /// Claims the oldest due delivery.
+    async fn claim_delivery(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<DeliveryRecord>>;
+
+    /// Marks a delivery done and records the delivered answer into the conversation history,
+    /// in one transaction.
+    async fn delivery_succeeded(
+        &self,
+        id: DeliveryId,
+        owner: &str,
+        channel_message_id: Option<&str>,
+        now: i64,
+    ) -> StoreResult<bool>;
+
+    /// Back to pending at `retry_at`, or failed for good when `None`.
+    async fn delivery_failed(
+        &self,
+        id: DeliveryId,
+        owner: &str,
+        error: &str,
+        retry_at: Option<i64>,
+        now: i64,
+    ) -> StoreResult<bool>;
+
+    async fn deliveries_for_task(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>>;
+}

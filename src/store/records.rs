@@ -1,0 +1,158 @@
+//! What the store reads and writes, independent of the backend.
+
+use ctxgate_contract::{Audience, Role, SenderKind, SourceType};
+use serde::Serialize;
+
+use crate::domain::{Action, ConversationId, DeliveryId, MessageId, TaskId, TaskStatus, Usage};
+
+/// A task to create with a trigger message.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub dedup_key: String,
+    pub source_type: SourceType,
+    pub agent: String,
+    pub brain: String,
+    pub max_attempts: u32,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub conversation_id: ConversationId,
+    pub message_id: Option<MessageId>,
+    pub dedup_key: String,
+    pub source_type: SourceType,
+    pub agent: String,
+    pub brain: String,
+    pub status: TaskStatus,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub available_at: i64,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    pub last_error: Option<String>,
+    pub result_text: Option<String>,
+    pub actions: Vec<Action>,
+    pub context: Option<serde_json::Value>,
+    pub usage: Option<Usage>,
+    pub triage_usage: Option<Usage>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub worker: String,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+    pub outcome: Option<String>,
+    pub error: Option<String>,
+}
+
+/// A finished attempt: the answer, what it cost, and the delivery to enqueue.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub task_id: TaskId,
+    pub worker: String,
+    pub text: String,
+    pub actions: Vec<Action>,
+    pub usage: Usage,
+    pub triage_usage: Option<Usage>,
+    pub context: serde_json::Value,
+    pub delivery: Option<NewDelivery>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub channel: String,
+    pub idempotency_key: String,
+    pub kind: String,
+    pub text: String,
+    pub reply_to: Option<String>,
+    pub meta: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConversationRecord {
+    pub id: ConversationId,
+    pub channel: String,
+    pub external_id: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MessageRecord {
+    pub id: MessageId,
+    pub conversation_id: ConversationId,
+    pub channel_message_id: String,
+    pub sender_id: String,
+    pub sender_name: Option<String>,
+    pub sender_kind: SenderKind,
+    pub role: Role,
+    pub kind: String,
+    pub text: String,
+    pub created_at: i64,
+    pub reply_to_channel_id: Option<String>,
+    pub reply_to_message_id: Option<MessageId>,
+    pub source_type: Option<SourceType>,
+    pub task_id: Option<TaskId>,
+    pub agent: Option<String>,
+    pub audience: Audience,
+    pub actions: Vec<Action>,
+    pub meta: serde_json::Value,
+    pub edited_at: Option<i64>,
+    pub deleted_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DeliveryRecord {
+    pub id: DeliveryId,
+    pub task_id: Option<TaskId>,
+    pub conversation_id: ConversationId,
+    /// The conversation's id on the channel.
+    pub conversation: String,
+    pub channel: String,
+    pub idempotency_key: String,
+    pub kind: String,
+    pub text: String,
+    pub reply_to: Option<String>,
+    pub meta: serde_json::Value,
+    pub status: String,
+    pub attempts: u32,
+    pub available_at: i64,
+    pub last_error: Option<String>,
+    pub channel_message_id: Option<String>,
+    pub created_at: i64,
+    pub delivered_at: Option<i64>,
+}
+
+/// Filters of the task list; newest first, keyset-paged by id.
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    pub status: Option<TaskStatus>,
+    pub source_type: Option<SourceType>,
+    pub channel: Option<String>,
+    pub conversation: Option<ConversationId>,
+    pub created_after: Option<i64>,
+    pub created_before: Option<i64>,
+    pub page: Page,
+}
+
+/// Keyset paging: items with an id below `before`, at most `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Self {
+            before: None,
+            limit: 50,
+        }
+    }
+}

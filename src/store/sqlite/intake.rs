@@ -1,0 +1,200 @@
+use ctxgate_contract::{EventKind, InboundEvent, InboundMessage, IntakeReceipt};
+use sqlx::{Sqlite, Transaction};
+
+use super::SqliteStore;
+use crate::store::{NewTask, StoreError, StoreResult};
+
+impl SqliteStore {
+    pub(super) async fn ingest_tx(
+        &self,
+        event: &InboundEvent,
+        task: Option<&NewTask>,
+        now: i64,
+    ) -> StoreResult<IntakeReceipt> {
+        let mut tx = self.write.begin().await?;
+        let conversation_id: i64 = sqlx::query_scalar(
+            "INSERT INTO conversations (channel, external_id, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?3)
+             ON CONFLICT (channel, external_id) DO UPDATE SET updated_at = excluded.updated_at
+             RETURNING id",
+        )
+        .bind(&event.channel)
+        .bind(&event.conversation)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        let mut receipt = IntakeReceipt {
+            conversation_id,
+            message_id: None,
+            task_id: None,
+            duplicate: false,
+        };
+        match &event.kind {
+            EventKind::Posted(message) => {
+                post(&mut tx, conversation_id, message, task, now, &mut receipt).await?;
+            }
+            EventKind::Edited {
+                channel_message_id,
+                text,
+                at,
+            } => {
+                sqlx::query(
+                    "UPDATE messages SET text = ?1, edited_at = ?2
+                     WHERE conversation_id = ?3 AND channel_message_id = ?4",
+                )
+                .bind(text)
+                .bind(at.timestamp_millis())
+                .bind(conversation_id)
+                .bind(channel_message_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            EventKind::Deleted {
+                channel_message_id,
+                at,
+            } => {
+                sqlx::query(
+                    "UPDATE messages SET deleted_at = ?1
+                     WHERE conversation_id = ?2 AND channel_message_id = ?3",
+                )
+                .bind(at.timestamp_millis())
+                .bind(conversation_id)
+                .bind(channel_message_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            EventKind::CursorOnly => {}
+        }
+        if let Some(cursor) = &event.cursor {
+            sqlx::query(
+                "INSERT INTO cursors (channel, scope, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (channel, scope) DO UPDATE
+                 SET value = excluded.value, updated_at = excluded.updated_at",
+            )
+            .bind(&event.channel)
+            .bind(&cursor.scope)
+            .bind(&cursor.value)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(receipt)
+    }
+
+    pub(super) async fn cursor_value(
+        &self,
+        channel: &str,
+        scope: &str,
+    ) -> StoreResult<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM cursors WHERE channel = ?1 AND scope = ?2")
+                .bind(channel)
+                .bind(scope)
+                .fetch_optional(&self.read)
+                .await?,
+        )
+    }
+}
+
+async fn post(
+    tx: &mut Transaction<'_, Sqlite>,
+    conversation_id: i64,
+    m: &InboundMessage,
+    task: Option<&NewTask>,
+    now: i64,
+    receipt: &mut IntakeReceipt,
+) -> StoreResult<()> {
+    let reply_to_message_id: Option<i64> =
+        match &m.reply_to {
+            Some(parent) => sqlx::query_scalar(
+                "SELECT id FROM messages WHERE conversation_id = ?1 AND channel_message_id = ?2",
+            )
+            .bind(conversation_id)
+            .bind(parent)
+            .fetch_optional(&mut **tx)
+            .await?,
+            None => None,
+        };
+    let audience = serde_json::to_string(&m.audience)
+        .map_err(|e| StoreError::Invalid(format!("audience: {e}")))?;
+    let meta = (!m.meta.is_null()).then(|| m.meta.to_string());
+    let inserted: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_name,
+             sender_kind, role, kind, text, created_at, stored_at, reply_to_channel_id,
+             reply_to_message_id, source_type, agent, audience, meta)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'message', ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+         ON CONFLICT (conversation_id, channel_message_id) DO NOTHING
+         RETURNING id",
+    )
+    .bind(conversation_id)
+    .bind(&m.channel_message_id)
+    .bind(&m.sender_id)
+    .bind(&m.sender_name)
+    .bind(super::rows::sender_kind_str(m.sender_kind))
+    .bind(m.role.as_str())
+    .bind(&m.text)
+    .bind(m.timestamp.timestamp_millis())
+    .bind(now)
+    .bind(&m.reply_to)
+    .bind(reply_to_message_id)
+    .bind(m.source_type.as_str())
+    .bind(
+        m.agent
+            .as_deref()
+            .filter(|_| m.role == ctxgate_contract::Role::Assistant),
+    )
+    .bind(audience)
+    .bind(meta)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(message_id) = inserted else {
+        // Seen before: report what the first sight stored.
+        receipt.duplicate = true;
+        receipt.message_id = sqlx::query_scalar(
+            "SELECT id FROM messages WHERE conversation_id = ?1 AND channel_message_id = ?2",
+        )
+        .bind(conversation_id)
+        .bind(&m.channel_message_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if let Some(task) = task {
+            receipt.task_id = sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
+                .bind(&task.dedup_key)
+                .fetch_optional(&mut **tx)
+                .await?;
+        }
+        return Ok(());
+    };
+    receipt.message_id = Some(message_id);
+    if let Some(task) = task {
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO tasks (conversation_id, message_id, dedup_key, source_type, agent, brain,
+                 status, max_attempts, available_at, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?8, ?8)
+             ON CONFLICT (dedup_key) DO NOTHING
+             RETURNING id",
+        )
+        .bind(conversation_id)
+        .bind(message_id)
+        .bind(&task.dedup_key)
+        .bind(task.source_type.as_str())
+        .bind(&task.agent)
+        .bind(&task.brain)
+        .bind(task.max_attempts as i64)
+        .bind(now)
+        .fetch_optional(&mut **tx)
+        .await?;
+        receipt.task_id = match id {
+            Some(id) => Some(id),
+            None => {
+                receipt.duplicate = true;
+                sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
+                    .bind(&task.dedup_key)
+                    .fetch_optional(&mut **tx)
+                    .await?
+            }
+        };
+    }
+    Ok(())
+}

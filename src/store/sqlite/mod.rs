@@ -1,0 +1,229 @@
+//! SQLite implementation of [`Store`]: WAL, a busy timeout, foreign keys on, and all writes
+//! through one connection (SQLite has one writer anyway; queueing in-process avoids lock
+//! contention), reads through a small pool.
+
+mod intake;
+mod outbox;
+mod read;
+mod rows;
+mod tasks;
+
+use std::path::Path;
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use ctxgate_contract::{InboundEvent, IntakeReceipt};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use super::*;
+use crate::config::{StoreSettings, Synchronous};
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    write: SqlitePool,
+    read: SqlitePool,
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database named by `settings.url`. Does not migrate.
+    pub async fn connect(settings: &StoreSettings) -> StoreResult<Self> {
+        let memory = settings.url.contains(":memory:") || settings.url.contains("mode=memory");
+        let mut options = SqliteConnectOptions::from_str(&settings.url)?
+            .create_if_missing(true)
+            .foreign_keys(true)
+            .busy_timeout(settings.busy_timeout)
+            .synchronous(match settings.synchronous {
+                Synchronous::Normal => SqliteSynchronous::Normal,
+                Synchronous::Full => SqliteSynchronous::Full,
+            });
+        if memory {
+            // One connection holds the whole in-memory database: keep it forever.
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_with(options)
+                .await?;
+            return Ok(Self {
+                write: pool.clone(),
+                read: pool,
+            });
+        }
+        if let Some(parent) = Path::new(options.get_filename()).parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                StoreError::Invalid(format!(
+                    "cannot create the database folder {}: {e}",
+                    parent.display()
+                ))
+            })?;
+        }
+        options = options.journal_mode(SqliteJournalMode::Wal);
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        let read = SqlitePoolOptions::new()
+            .max_connections(settings.read_connections)
+            .connect_with(options)
+            .await?;
+        Ok(Self { write, read })
+    }
+
+    /// Applies pending migrations from `migrations/sqlite/`; returns how many ran.
+    pub async fn migrate(&self) -> StoreResult<usize> {
+        let before = applied(&self.write).await;
+        MIGRATOR.run(&self.write).await?;
+        Ok(applied(&self.write).await.saturating_sub(before))
+    }
+
+    /// Closes both pools (checkpointing the WAL).
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+}
+
+async fn applied(pool: &SqlitePool) -> usize {
+    sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = 1")
+        .fetch_one(pool)
+        .await
+        .map(|n| n as usize)
+        .unwrap_or(0)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        Ok(())
+    }
+
+    async fn ingest(
+        &self,
+        event: &InboundEvent,
+        task: Option<&NewTask>,
+        now: i64,
+    ) -> StoreResult<IntakeReceipt> {
+        self.ingest_tx(event, task, now).await
+    }
+
+    async fn cursor(&self, channel: &str, scope: &str) -> StoreResult<Option<String>> {
+        self.cursor_value(channel, scope).await
+    }
+
+    async fn claim_task(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<TaskRecord>> {
+        self.claim_task_tx(worker, now, lease_ms).await
+    }
+
+    async fn heartbeat_task(
+        &self,
+        id: TaskId,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        self.heartbeat(id, worker, now, lease_ms).await
+    }
+
+    async fn complete_task(&self, done: &Completion, now: i64) -> StoreResult<bool> {
+        self.complete_tx(done, now).await
+    }
+
+    async fn fail_attempt(
+        &self,
+        id: TaskId,
+        worker: &str,
+        error: &str,
+        retry_at: Option<i64>,
+        now: i64,
+    ) -> StoreResult<bool> {
+        self.fail_tx(id, worker, error, retry_at, now).await
+    }
+
+    async fn release_task(&self, id: TaskId, worker: &str, now: i64) -> StoreResult<bool> {
+        self.release_tx(id, worker, now).await
+    }
+
+    async fn get_task(&self, id: TaskId) -> StoreResult<Option<TaskRecord>> {
+        self.task_by_id(id).await
+    }
+
+    async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>> {
+        self.tasks_filtered(filter).await
+    }
+
+    async fn task_attempts(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>> {
+        self.attempts_of(id).await
+    }
+
+    async fn get_conversation(
+        &self,
+        id: ConversationId,
+    ) -> StoreResult<Option<ConversationRecord>> {
+        self.conversation_by_id(id).await
+    }
+
+    async fn list_conversations(&self, page: &Page) -> StoreResult<Vec<ConversationRecord>> {
+        self.conversations_page(page).await
+    }
+
+    async fn get_message(&self, id: MessageId) -> StoreResult<Option<MessageRecord>> {
+        self.message_by_id(id).await
+    }
+
+    async fn messages_before(
+        &self,
+        conversation: ConversationId,
+        before: Option<MessageId>,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>> {
+        self.messages_page(conversation, before, limit).await
+    }
+
+    async fn claim_delivery(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<DeliveryRecord>> {
+        self.claim_delivery_tx(owner, now, lease_ms).await
+    }
+
+    async fn delivery_succeeded(
+        &self,
+        id: DeliveryId,
+        owner: &str,
+        channel_message_id: Option<&str>,
+        now: i64,
+    ) -> StoreResult<bool> {
+        self.delivered_tx(id, owner, channel_message_id, now).await
+    }
+
+    async fn delivery_failed(
+        &self,
+        id: DeliveryId,
+        owner: &str,
+        error: &str,
+        retry_at: Option<i64>,
+        now: i64,
+    ) -> StoreResult<bool> {
+        self.delivery_failed_tx(id, owner, error, retry_at, now)
+            .await
+    }
+
+    async fn deliveries_for_task(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>> {
+        self.deliveries_of(task).await
+    }
+}

@@ -1,0 +1,130 @@
+use super::{SqliteStore, rows};
+use crate::domain::{DeliveryId, TaskId};
+use crate::store::{DeliveryRecord, StoreResult};
+
+const SELECT_DELIVERY: &str = "SELECT o.*, c.external_id FROM outbox o
+     JOIN conversations c ON c.id = o.conversation_id";
+
+impl SqliteStore {
+    pub(super) async fn claim_delivery_tx(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<DeliveryRecord>> {
+        let mut tx = self.write.begin().await?;
+        // A delivery whose claimant died goes back to the queue.
+        sqlx::query(
+            "UPDATE outbox SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+             WHERE status = 'delivering' AND lease_expires_at < ?1",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let id: Option<i64> = sqlx::query_scalar(
+            "UPDATE outbox SET status = 'delivering', attempts = attempts + 1, lease_owner = ?1,
+                 lease_expires_at = ?2
+             WHERE id = (SELECT id FROM outbox WHERE status = 'pending' AND available_at <= ?3
+                         ORDER BY available_at, id LIMIT 1)
+             RETURNING id",
+        )
+        .bind(owner)
+        .bind(now + lease_ms)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let record = match id {
+            Some(id) => Some(rows::delivery(
+                &sqlx::query(&format!("{SELECT_DELIVERY} WHERE o.id = ?1"))
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?,
+            )?),
+            None => None,
+        };
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    pub(super) async fn delivered_tx(
+        &self,
+        id: DeliveryId,
+        owner: &str,
+        channel_message_id: Option<&str>,
+        now: i64,
+    ) -> StoreResult<bool> {
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE outbox SET status = 'delivered', delivered_at = ?1, channel_message_id = ?2,
+                 lease_owner = NULL, lease_expires_at = NULL, last_error = NULL
+             WHERE id = ?3 AND status = 'delivering' AND lease_owner = ?4",
+        )
+        .bind(now)
+        .bind(channel_message_id)
+        .bind(id.0)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        // The delivered answer joins the conversation history, tagged with its task's source so
+        // that background output can be kept out of interactive context.
+        sqlx::query(
+            "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_kind,
+                 role, kind, text, created_at, stored_at, reply_to_channel_id,
+                 reply_to_message_id, source_type, task_id, agent, actions)
+             SELECT o.conversation_id, COALESCE(?1, o.idempotency_key),
+                 COALESCE(t.agent, 'ctxgate'), 'self_bot', 'assistant',
+                 CASE o.kind WHEN 'result' THEN 'message' ELSE o.kind END, o.text, ?2, ?2,
+                 o.reply_to, t.message_id, t.source_type, o.task_id, t.agent, t.actions
+             FROM outbox o LEFT JOIN tasks t ON t.id = o.task_id
+             WHERE o.id = ?3
+             ON CONFLICT (conversation_id, channel_message_id) DO NOTHING",
+        )
+        .bind(channel_message_id)
+        .bind(now)
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn delivery_failed_tx(
+        &self,
+        id: DeliveryId,
+        owner: &str,
+        error: &str,
+        retry_at: Option<i64>,
+        _now: i64,
+    ) -> StoreResult<bool> {
+        let updated = sqlx::query(
+            "UPDATE outbox SET
+                 status = CASE WHEN ?1 IS NULL THEN 'failed' ELSE 'pending' END,
+                 available_at = COALESCE(?1, available_at),
+                 last_error = ?2, lease_owner = NULL, lease_expires_at = NULL
+             WHERE id = ?3 AND status = 'delivering' AND lease_owner = ?4",
+        )
+        .bind(retry_at)
+        .bind(error)
+        .bind(id.0)
+        .bind(owner)
+        .execute(&self.write)
+        .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    pub(super) async fn deliveries_of(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>> {
+        sqlx::query(&format!(
+            "{SELECT_DELIVERY} WHERE o.task_id = ?1 ORDER BY o.id"
+        ))
+        .bind(task.0)
+        .fetch_all(&self.read)
+        .await?
+        .iter()
+        .map(rows::delivery)
+        .collect()
+    }
+}

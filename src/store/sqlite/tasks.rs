@@ -1,0 +1,290 @@
+use sqlx::{QueryBuilder, Sqlite};
+
+use super::{SqliteStore, rows};
+use crate::domain::TaskId;
+use crate::store::{AttemptRecord, Completion, StoreError, StoreResult, TaskFilter, TaskRecord};
+
+impl SqliteStore {
+    pub(super) async fn claim_task_tx(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<TaskRecord>> {
+        let mut tx = self.write.begin().await?;
+        // Take back tasks whose worker stopped renewing its lease; that attempt counts.
+        sqlx::query(
+            "UPDATE task_attempts SET finished_at = ?1, outcome = 'lease_expired'
+             WHERE finished_at IS NULL AND task_id IN
+                 (SELECT id FROM tasks WHERE status = 'running' AND lease_expires_at < ?1)",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE tasks SET
+                 status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
+                 finished_at = CASE WHEN attempts >= max_attempts THEN ?1 ELSE NULL END,
+                 last_error = 'the worker holding this task stopped renewing its lease',
+                 lease_owner = NULL, lease_expires_at = NULL, available_at = ?1, updated_at = ?1
+             WHERE status = 'running' AND lease_expires_at < ?1",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        // The oldest due task whose conversation has nothing running and nothing older waiting.
+        let id: Option<i64> = sqlx::query_scalar(
+            "SELECT t.id FROM tasks t
+             WHERE t.status = 'pending' AND t.available_at <= ?1
+               AND NOT EXISTS (SELECT 1 FROM tasks r
+                   WHERE r.conversation_id = t.conversation_id AND r.status = 'running')
+               AND NOT EXISTS (SELECT 1 FROM tasks e
+                   WHERE e.conversation_id = t.conversation_id AND e.status = 'pending'
+                     AND e.id < t.id)
+             ORDER BY t.available_at, t.id
+             LIMIT 1",
+        )
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(id) = id else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let row = sqlx::query(
+            "UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?1,
+                 lease_expires_at = ?2, updated_at = ?3
+             WHERE id = ?4
+             RETURNING *",
+        )
+        .bind(worker)
+        .bind(now + lease_ms)
+        .bind(now)
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let task = rows::task(&row)?;
+        sqlx::query(
+            "INSERT INTO task_attempts (task_id, attempt, worker, started_at) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .bind(id)
+        .bind(task.attempts as i64)
+        .bind(worker)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(task))
+    }
+
+    pub(super) async fn heartbeat(
+        &self,
+        id: TaskId,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_expires_at = ?1, updated_at = ?2
+             WHERE id = ?3 AND status = 'running' AND lease_owner = ?4",
+        )
+        .bind(now + lease_ms)
+        .bind(now)
+        .bind(id.0)
+        .bind(worker)
+        .execute(&self.write)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub(super) async fn complete_tx(&self, done: &Completion, now: i64) -> StoreResult<bool> {
+        let actions = serde_json::to_string(&done.actions)
+            .map_err(|e| StoreError::Invalid(format!("actions: {e}")))?;
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE tasks SET status = 'completed', result_text = ?1, actions = ?2, context = ?3,
+                 prompt_tokens = ?4, completion_tokens = ?5,
+                 triage_prompt_tokens = ?6, triage_completion_tokens = ?7,
+                 lease_owner = NULL, lease_expires_at = NULL, last_error = NULL,
+                 finished_at = ?8, updated_at = ?8
+             WHERE id = ?9 AND status = 'running' AND lease_owner = ?10",
+        )
+        .bind(&done.text)
+        .bind(actions)
+        .bind(done.context.to_string())
+        .bind(done.usage.prompt_tokens as i64)
+        .bind(done.usage.completion_tokens as i64)
+        .bind(done.triage_usage.map(|u| u.prompt_tokens as i64))
+        .bind(done.triage_usage.map(|u| u.completion_tokens as i64))
+        .bind(now)
+        .bind(done.task_id.0)
+        .bind(&done.worker)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        finish_attempt(&mut tx, done.task_id, now, "completed", None).await?;
+        if let Some(d) = &done.delivery {
+            sqlx::query(
+                "INSERT INTO outbox (task_id, conversation_id, channel, idempotency_key, kind, text,
+                     reply_to, meta, status, available_at, created_at)
+                 SELECT id, conversation_id, ?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7
+                 FROM tasks WHERE id = ?8
+                 ON CONFLICT (idempotency_key) DO NOTHING",
+            )
+            .bind(&d.channel)
+            .bind(&d.idempotency_key)
+            .bind(&d.kind)
+            .bind(&d.text)
+            .bind(&d.reply_to)
+            .bind((!d.meta.is_null()).then(|| d.meta.to_string()))
+            .bind(now)
+            .bind(done.task_id.0)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn fail_tx(
+        &self,
+        id: TaskId,
+        worker: &str,
+        error: &str,
+        retry_at: Option<i64>,
+        now: i64,
+    ) -> StoreResult<bool> {
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE tasks SET
+                 status = CASE WHEN ?1 IS NULL THEN 'failed' ELSE 'pending' END,
+                 available_at = COALESCE(?1, available_at),
+                 finished_at = CASE WHEN ?1 IS NULL THEN ?2 ELSE NULL END,
+                 last_error = ?3, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?2
+             WHERE id = ?4 AND status = 'running' AND lease_owner = ?5",
+        )
+        .bind(retry_at)
+        .bind(now)
+        .bind(error)
+        .bind(id.0)
+        .bind(worker)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let outcome = if retry_at.is_some() {
+            "retry"
+        } else {
+            "failed"
+        };
+        finish_attempt(&mut tx, id, now, outcome, Some(error)).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn release_tx(&self, id: TaskId, worker: &str, now: i64) -> StoreResult<bool> {
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE tasks SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
+                 lease_expires_at = NULL, updated_at = ?1
+             WHERE id = ?2 AND status = 'running' AND lease_owner = ?3",
+        )
+        .bind(now)
+        .bind(id.0)
+        .bind(worker)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        // The attempt did not count: forget it, so attempt numbers stay consecutive.
+        sqlx::query("DELETE FROM task_attempts WHERE task_id = ?1 AND finished_at IS NULL")
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn task_by_id(&self, id: TaskId) -> StoreResult<Option<TaskRecord>> {
+        sqlx::query("SELECT * FROM tasks WHERE id = ?1")
+            .bind(id.0)
+            .fetch_optional(&self.read)
+            .await?
+            .map(|r| rows::task(&r))
+            .transpose()
+    }
+
+    pub(super) async fn tasks_filtered(&self, f: &TaskFilter) -> StoreResult<Vec<TaskRecord>> {
+        let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("SELECT t.* FROM tasks t");
+        if f.channel.is_some() {
+            q.push(" JOIN conversations c ON c.id = t.conversation_id");
+        }
+        q.push(" WHERE 1 = 1");
+        if let Some(s) = f.status {
+            q.push(" AND t.status = ").push_bind(s.as_str());
+        }
+        if let Some(s) = f.source_type {
+            q.push(" AND t.source_type = ").push_bind(s.as_str());
+        }
+        if let Some(c) = &f.channel {
+            q.push(" AND c.channel = ").push_bind(c.clone());
+        }
+        if let Some(c) = f.conversation {
+            q.push(" AND t.conversation_id = ").push_bind(c.0);
+        }
+        if let Some(t) = f.created_after {
+            q.push(" AND t.created_at >= ").push_bind(t);
+        }
+        if let Some(t) = f.created_before {
+            q.push(" AND t.created_at < ").push_bind(t);
+        }
+        if let Some(b) = f.page.before {
+            q.push(" AND t.id < ").push_bind(b);
+        }
+        q.push(" ORDER BY t.id DESC LIMIT ")
+            .push_bind(f.page.limit as i64);
+        q.build()
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(rows::task)
+            .collect()
+    }
+
+    pub(super) async fn attempts_of(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>> {
+        sqlx::query("SELECT * FROM task_attempts WHERE task_id = ?1 ORDER BY attempt")
+            .bind(id.0)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(rows::attempt)
+            .collect()
+    }
+}
+
+async fn finish_attempt(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    id: TaskId,
+    now: i64,
+    outcome: &str,
+    error: Option<&str>,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE task_attempts SET finished_at = ?1, outcome = ?2, error = ?3
+         WHERE task_id = ?4 AND finished_at IS NULL",
+    )
+    .bind(now)
+    .bind(outcome)
+    .bind(error)
+    .bind(id.0)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

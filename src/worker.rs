@@ -1,0 +1,316 @@
+//! The worker: claims due tasks (lease + heartbeat, one running task per conversation), builds the
+//! prompt, calls the brain, and completes the task together with its outbox entry.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::brain::{BrainError, BrainReply, BrainRequest};
+use crate::context;
+use crate::deps::Deps;
+use crate::domain::TaskId;
+use crate::store::{Completion, NewDelivery, StoreError, TaskRecord};
+
+/// What one `run_once` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOnce {
+    /// Nothing was due.
+    Empty,
+    Processed {
+        task: TaskId,
+        outcome: Outcome,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Completed,
+    /// Back to pending, to be tried again later.
+    Retrying,
+    Failed,
+    /// Another worker took the task over (our lease had expired); nothing was written.
+    LeaseLost,
+}
+
+/// Longest quick re-try wait inside one attempt; a longer Retry-After ends the attempt instead.
+const MAX_FAST_WAIT: Duration = Duration::from_secs(60);
+
+#[derive(Clone)]
+pub struct Worker {
+    deps: Deps,
+    id: String,
+}
+
+impl Worker {
+    pub fn new(deps: Deps, id: impl Into<String>) -> Self {
+        Self {
+            deps,
+            id: id.into(),
+        }
+    }
+
+    /// Claims and runs one due task, if any.
+    pub async fn run_once(&self) -> Result<RunOnce, StoreError> {
+        let lease = self.deps.settings.worker.lease.as_millis() as i64;
+        let Some(task) = self
+            .deps
+            .store
+            .claim_task(&self.id, self.deps.clock.now_ms(), lease)
+            .await?
+        else {
+            return Ok(RunOnce::Empty);
+        };
+        let id = task.id;
+        let outcome = self.attempt(task).await?;
+        Ok(RunOnce::Processed { task: id, outcome })
+    }
+
+    /// Runs until shutdown: waits for work, runs it, and on shutdown gives a running task
+    /// `shutdown_grace` to finish before handing it back.
+    pub async fn run(self) {
+        let settings = &self.deps.settings.worker;
+        let cancel = self.deps.shutdown.clone();
+        loop {
+            if cancel.is_cancelled() {
+                break;
+            }
+            // Register interest before looking, so a task enqueued meanwhile is not missed.
+            let ready = self.deps.task_ready.notified();
+            let claimed = {
+                let work = self.run_once();
+                tokio::pin!(work);
+                tokio::select! {
+                    r = &mut work => r,
+                    _ = cancel.cancelled() => {
+                        tokio::select! {
+                            r = &mut work => r,
+                            _ = tokio::time::sleep(settings.shutdown_grace) => {
+                                tracing::warn!(worker = %self.id, "task did not finish within the shutdown grace; handing it back");
+                                break;
+                            }
+                        }
+                    }
+                }
+            };
+            match claimed {
+                Ok(RunOnce::Processed { .. }) => continue,
+                Ok(RunOnce::Empty) => {}
+                Err(e) => tracing::error!(error = %e, "worker cannot reach the store"),
+            }
+            tokio::select! {
+                _ = ready => {}
+                _ = tokio::time::sleep(settings.poll_interval) => {}
+                _ = cancel.cancelled() => break,
+            }
+        }
+        self.release_held().await;
+    }
+
+    /// Hands back whatever this worker still holds (after an interrupted task).
+    async fn release_held(&self) {
+        let filter = crate::store::TaskFilter {
+            status: Some(crate::domain::TaskStatus::Running),
+            ..Default::default()
+        };
+        let Ok(running) = self.deps.store.list_tasks(&filter).await else {
+            return;
+        };
+        for t in running
+            .iter()
+            .filter(|t| t.lease_owner.as_deref() == Some(&self.id))
+        {
+            let _ = self
+                .deps
+                .store
+                .release_task(t.id, &self.id, self.deps.clock.now_ms())
+                .await;
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(task_id = %task.id, conversation = %task.conversation_id, attempt = task.attempts))]
+    async fn attempt(&self, task: TaskRecord) -> Result<Outcome, StoreError> {
+        let heartbeat = self.heartbeat(task.id);
+        let work = self.answer(&task);
+        let result = tokio::select! {
+            r = work => r,
+            () = heartbeat => {
+                tracing::warn!("lease lost while working; another worker has the task");
+                return Ok(Outcome::LeaseLost);
+            }
+        };
+        let now = self.deps.clock.now_ms();
+        match result {
+            Ok((reply, completion_ctx)) => {
+                let done = Completion {
+                    task_id: task.id,
+                    worker: self.id.clone(),
+                    text: reply.text,
+                    actions: reply.actions,
+                    usage: reply.usage,
+                    triage_usage: None,
+                    context: completion_ctx.context,
+                    delivery: completion_ctx.delivery,
+                };
+                if self.deps.store.complete_task(&done, now).await? {
+                    self.deps.delivery_ready.notify_one();
+                    tracing::info!("task completed");
+                    Ok(Outcome::Completed)
+                } else {
+                    tracing::warn!("lease lost before completion; the answer is discarded");
+                    Ok(Outcome::LeaseLost)
+                }
+            }
+            Err(e) => {
+                let retry_at = self.retry_at(&task, &e, now);
+                let message = e.to_string();
+                if !self
+                    .deps
+                    .store
+                    .fail_attempt(task.id, &self.id, &message, retry_at, now)
+                    .await?
+                {
+                    return Ok(Outcome::LeaseLost);
+                }
+                if retry_at.is_some() {
+                    tracing::warn!(error = %message, "attempt failed; will retry");
+                    Ok(Outcome::Retrying)
+                } else {
+                    tracing::error!(error = %message, "task failed");
+                    Ok(Outcome::Failed)
+                }
+            }
+        }
+    }
+
+    /// When to try again after a failed attempt, or `None` to give up.
+    fn retry_at(&self, task: &TaskRecord, e: &AttemptError, now: i64) -> Option<i64> {
+        let settings = &self.deps.settings.worker;
+        if !e.retryable() || task.attempts >= task.max_attempts {
+            return None;
+        }
+        let idx = (task.attempts as usize).saturating_sub(1);
+        let backoff = settings.retry_backoff[idx.min(settings.retry_backoff.len() - 1)];
+        let wait = backoff.max(e.retry_after().unwrap_or_default());
+        Some(now + wait.as_millis() as i64)
+    }
+
+    /// Renews the lease until it is lost (then returns); runs beside the work.
+    async fn heartbeat(&self, id: TaskId) {
+        let every = self.deps.settings.worker.heartbeat;
+        let lease = self.deps.settings.worker.lease.as_millis() as i64;
+        loop {
+            tokio::time::sleep(every).await;
+            match self
+                .deps
+                .store
+                .heartbeat_task(id, &self.id, self.deps.clock.now_ms(), lease)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(error = %e, "heartbeat failed; retrying"),
+            }
+        }
+    }
+
+    async fn answer(&self, task: &TaskRecord) -> Result<(BrainReply, Prepared), AttemptError> {
+        let store = self.deps.store.as_ref();
+        let message_id = task
+            .message_id
+            .ok_or_else(|| AttemptError::Permanent("the task has no trigger message".into()))?;
+        let trigger = store
+            .get_message(message_id)
+            .await?
+            .ok_or_else(|| AttemptError::Permanent("the trigger message is gone".into()))?;
+        let conversation = store
+            .get_conversation(task.conversation_id)
+            .await?
+            .ok_or_else(|| AttemptError::Permanent("the conversation is gone".into()))?;
+        let brain_settings = self.deps.settings.brains.get(&task.brain);
+        let brain = self.deps.brains.get(&task.brain).ok_or_else(|| {
+            AttemptError::Permanent(format!("no brain named {:?} is configured", task.brain))
+        })?;
+        let selection = context::select(store, &self.deps.settings.conversation, &trigger).await?;
+        let request = BrainRequest {
+            task_id: task.id.0,
+            conversation_id: task.conversation_id.0,
+            system: brain_settings
+                .map(|b| b.system_prompt.clone())
+                .unwrap_or_default(),
+            context: selection.turns,
+            message: context::turn_of(&trigger),
+        };
+        let reply = self.call_brain(brain.as_ref(), &request).await?;
+        let prepared = Prepared {
+            context: json!({ "messages": selection.chosen }),
+            delivery: Some(NewDelivery {
+                channel: conversation.channel,
+                idempotency_key: format!("ctxgate:task:{}:result", task.id),
+                kind: "result".to_owned(),
+                text: reply.text.clone(),
+                reply_to: Some(trigger.channel_message_id),
+                meta: trigger.meta,
+            }),
+        };
+        Ok((reply, prepared))
+    }
+
+    /// One brain call with quick re-tries of transient errors.
+    #[tracing::instrument(skip_all, fields(task_id = request.task_id))]
+    async fn call_brain(
+        &self,
+        brain: &dyn crate::brain::Brain,
+        request: &BrainRequest,
+    ) -> Result<BrainReply, AttemptError> {
+        let settings = &self.deps.settings.worker;
+        let mut tries = 0;
+        loop {
+            match brain.complete(request).await {
+                Ok(reply) => return Ok(reply),
+                Err(e) if e.is_retryable() && tries < settings.fast_retries => {
+                    let wait = (settings.fast_retry_backoff * 2u32.pow(tries))
+                        .max(e.retry_after().unwrap_or_default());
+                    if wait > MAX_FAST_WAIT {
+                        return Err(AttemptError::Brain(e));
+                    }
+                    tracing::debug!(error = %e, ?wait, "transient brain error; retrying");
+                    tries += 1;
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => return Err(AttemptError::Brain(e)),
+            }
+        }
+    }
+}
+
+struct Prepared {
+    context: serde_json::Value,
+    delivery: Option<NewDelivery>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum AttemptError {
+    #[error(transparent)]
+    Brain(BrainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Permanent(String),
+}
+
+impl AttemptError {
+    fn retryable(&self) -> bool {
+        match self {
+            AttemptError::Brain(e) => e.is_retryable(),
+            AttemptError::Store(_) => true,
+            AttemptError::Permanent(_) => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            AttemptError::Brain(e) => e.retry_after(),
+            _ => None,
+        }
+    }
+}
