@@ -47,7 +47,7 @@ pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
         .with_state(deps.clone())
         .merge(WebhookReceiver::new(endpoints, intake, window).router());
     match admin::router(deps) {
-        Some(admin) => app = app.merge(admin),
+        Some(admin) => app = app.nest("/admin", admin),
         None => tracing::warn!(
             "admin API disabled: no admin token configured (set admin.token, admin.token_file or CTXGATE__ADMIN__TOKEN)"
         ),

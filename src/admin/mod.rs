@@ -21,18 +21,15 @@ use crate::deps::Deps;
 
 const MAX_LIMIT: usize = 500;
 
-/// The admin routes, or `None` when no token is configured (the API is then disabled).
+/// The admin routes (to nest under `/admin`), or `None` when no token is configured (the API is then disabled).
 pub fn router(deps: Deps) -> Option<Router> {
     let token = deps.settings.admin.token.clone()?;
     let routes = Router::new()
-        .route("/admin/tasks", get(tasks::list))
-        .route("/admin/tasks/{id}", get(tasks::detail))
-        .route("/admin/conversations", get(conversations::list))
-        .route("/admin/conversations/{id}", get(conversations::detail))
-        .route(
-            "/admin/conversations/{id}/messages",
-            get(conversations::messages),
-        )
+        .route("/tasks", get(tasks::list))
+        .route("/tasks/{id}", get(tasks::detail))
+        .route("/conversations", get(conversations::list))
+        .route("/conversations/{id}", get(conversations::detail))
+        .route("/conversations/{id}/messages", get(conversations::messages))
         .fallback(|| async { ApiError::not_found("admin route") })
         .with_state(deps)
         .layer(middleware::from_fn_with_state(token, require_token));

@@ -17,10 +17,21 @@ pub enum Step {
 
 /// A test brain: plays a script of steps in order (then answers `re: <message>`), and records
 /// every request it was given.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ScriptedBrain {
     script: Arc<Mutex<VecDeque<Step>>>,
     seen: Arc<Mutex<Vec<BrainRequest>>>,
+    calls: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Default for ScriptedBrain {
+    fn default() -> Self {
+        Self {
+            script: Arc::default(),
+            seen: Arc::default(),
+            calls: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
 }
 
 impl ScriptedBrain {
@@ -47,6 +58,12 @@ impl ScriptedBrain {
         }))
     }
 
+    /// Resolves once at least `n` requests have arrived.
+    pub async fn wait_for_calls(&self, n: usize) {
+        let mut rx = self.calls.subscribe();
+        let _ = rx.wait_for(|c| *c >= n).await;
+    }
+
     /// The requests received so far, in order.
     pub fn requests(&self) -> Vec<BrainRequest> {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -60,6 +77,7 @@ impl Brain for ScriptedBrain {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(request.clone());
+        self.calls.send_modify(|c| *c += 1);
         let step = self
             .script
             .lock()

@@ -1,0 +1,175 @@
+//! The `ctxgate` binary itself: config checking, migration, and `serve` answering a webhook and
+//! shutting down cleanly on SIGTERM.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::post;
+use ctxgate_webhook::signature;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ctxgate");
+const SECRET: &str = "a-process-test-secret-123";
+
+fn ctxgate(dir: &std::path::Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+#[tokio::test]
+async fn check_config_names_the_bad_key_and_redacts_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "[worker]\ncount = 0\n").unwrap();
+    let out = ctxgate(dir.path())
+        .args(["--config", "bad.toml", "check-config"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml") && err.contains("worker.count"),
+        "{err}"
+    );
+
+    std::fs::write(dir.path().join("typo.toml"), "[http]\nlisten_on = 1\n").unwrap();
+    let out = ctxgate(dir.path())
+        .args(["--config", "typo.toml", "check-config"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listen_on"));
+
+    let out = ctxgate(dir.path())
+        .args(["--config", "missing.toml", "check-config"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.toml"));
+
+    // A valid config from a file plus the environment; the secret never appears.
+    std::fs::write(dir.path().join("ok.toml"), "[worker]\ncount = 4\n").unwrap();
+    let out = ctxgate(dir.path())
+        .args(["--config", "ok.toml", "check-config"])
+        .env("CTXGATE__ADMIN__TOKEN", "super-secret-admin-token")
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("count = 4"), "{printed}");
+    assert!(printed.contains("[redacted]"), "{printed}");
+    assert!(!printed.contains("super-secret-admin-token"));
+}
+
+#[tokio::test]
+async fn migrate_creates_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ctxgate(dir.path()).arg("migrate").output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("applied 1 migration"));
+    assert!(dir.path().join("data/ctxgate.db").exists());
+    let out = ctxgate(dir.path()).arg("migrate").output().await.unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("applied 0 migration"));
+}
+
+#[tokio::test]
+async fn serve_answers_a_webhook_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    // The callback receiver: a small HTTP server that hands each body to the test.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let cb = Router::new().route(
+        "/cb",
+        post(move |body: axum::Json<Value>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(body.0);
+                "ok"
+            }
+        }),
+    );
+    let cb_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let cb_addr = cb_listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(cb_listener, cb).await });
+
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = ctxgate(dir.path())
+        .arg("serve")
+        .env("CTXGATE__HTTP__LISTEN", format!("127.0.0.1:{port}"))
+        .env("CTXGATE__WEBHOOKS__DEFAULT__SECRET", SECRET)
+        .env("CTXGATE__TELEMETRY__FORMAT", "json")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("ctxgate listening") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("serve starts within 30 s");
+    assert!(ready, "serve printed its listening line");
+
+    let raw = serde_json::to_vec(&json!({
+        "conversation": "proc", "sender": "u", "text": "ping",
+        "callback_url": format!("http://{cb_addr}/cb"),
+    }))
+    .unwrap();
+    let ts = chrono::Utc::now().timestamp();
+    let r = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/webhooks/default"))
+        .header(signature::TIMESTAMP_HEADER, ts.to_string())
+        .header(
+            signature::SIGNATURE_HEADER,
+            signature::sign(SECRET.as_bytes(), ts, &raw),
+        )
+        .body(raw)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let answer = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("the answer arrives within 30 s")
+        .unwrap();
+    assert!(
+        answer["text"].as_str().unwrap().starts_with("echo: ping"),
+        "{answer}"
+    );
+
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits within 30 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    // The process is gone, so nothing more can arrive: exactly one answer.
+    assert!(rx.try_recv().is_err(), "exactly one answer");
+}
