@@ -255,3 +255,47 @@ async fn a_task_whose_lease_expires_on_its_last_attempt_fails() {
     assert_eq!(t.status, ctxgate::domain::TaskStatus::Failed);
     assert!(t.last_error.unwrap().contains("lease"));
 }
+
+#[tokio::test]
+async fn concurrent_intakes_commit_together_and_still_dedup() {
+    let (store, _dir) = store().await;
+    let store = std::sync::Arc::new(store);
+    let mut handles = Vec::new();
+    for i in 0..100 {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            let id = format!("{}", i % 50);
+            let r = store
+                .ingest(
+                    &posted("room", &id, "hi", None, None),
+                    Some(&task(&format!("k{id}"))),
+                    NOW,
+                )
+                .await
+                .unwrap();
+            (id, r)
+        }));
+    }
+    let mut by_id: std::collections::HashMap<String, Vec<_>> = Default::default();
+    for h in handles {
+        let (id, r) = h.await.unwrap();
+        by_id.entry(id).or_default().push(r);
+    }
+    assert_eq!(by_id.len(), 50);
+    let mut task_ids = std::collections::HashSet::new();
+    for receipts in by_id.values() {
+        assert_eq!(receipts.len(), 2);
+        assert_eq!(
+            receipts[0].task_id, receipts[1].task_id,
+            "both sights name one task"
+        );
+        assert_eq!(receipts.iter().filter(|r| r.duplicate).count(), 1);
+        task_ids.insert(receipts[0].task_id.unwrap());
+    }
+    assert_eq!(task_ids.len(), 50);
+    let conv = ConversationId(by_id["0"][0].conversation_id);
+    assert_eq!(
+        store.messages_before(conv, None, 500).await.unwrap().len(),
+        50
+    );
+}

@@ -1,8 +1,70 @@
+//! Intake with group commit: concurrent intakes queue up and one writer commits them together
+//! in one transaction (each caller is answered only after that commit). SQLite commits are
+//! the limit of a single-row-transaction workload; batching divides their count.
+
 use ctxgate_contract::{EventKind, InboundEvent, InboundMessage, IntakeReceipt};
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Connection, SqliteConnection, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
 
 use super::SqliteStore;
 use crate::store::{NewTask, StoreError, StoreResult};
+
+/// Most intakes committed in one transaction.
+const MAX_BATCH: usize = 256;
+
+pub(super) struct IngestJob {
+    event: InboundEvent,
+    task: Option<NewTask>,
+    now: i64,
+    reply: oneshot::Sender<StoreResult<IntakeReceipt>>,
+}
+
+pub(super) type IngestQueue = mpsc::Sender<IngestJob>;
+
+/// Starts the writer that drains the intake queue; it ends when every store handle is gone.
+pub(super) fn spawn_writer(pool: SqlitePool) -> IngestQueue {
+    let (tx, mut rx) = mpsc::channel::<IngestJob>(4 * MAX_BATCH);
+    tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            commit_batch(&pool, std::mem::take(&mut batch)).await;
+        }
+    });
+    tx
+}
+
+async fn commit_batch(pool: &SqlitePool, jobs: Vec<IngestJob>) {
+    let together = async {
+        let mut conn = pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        let mut receipts = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            receipts.push(ingest_one(&mut tx, &job.event, job.task.as_ref(), job.now).await?);
+        }
+        tx.commit().await?;
+        Ok::<_, StoreError>(receipts)
+    };
+    match together.await {
+        Ok(receipts) => {
+            for (job, receipt) in jobs.into_iter().zip(receipts) {
+                let _ = job.reply.send(Ok(receipt));
+            }
+        }
+        // One bad event must not fail its neighbours: retry each alone.
+        Err(_) => {
+            for job in jobs {
+                let alone = async {
+                    let mut conn = pool.acquire().await?;
+                    let mut tx = conn.begin().await?;
+                    let r = ingest_one(&mut tx, &job.event, job.task.as_ref(), job.now).await?;
+                    tx.commit().await?;
+                    Ok(r)
+                };
+                let _ = job.reply.send(alone.await);
+            }
+        }
+    }
+}
 
 impl SqliteStore {
     pub(super) async fn ingest_tx(
@@ -11,77 +73,96 @@ impl SqliteStore {
         task: Option<&NewTask>,
         now: i64,
     ) -> StoreResult<IntakeReceipt> {
-        let mut tx = self.write.begin().await?;
-        let conversation_id: i64 = sqlx::query_scalar(
-            "INSERT INTO conversations (channel, external_id, created_at, updated_at)
+        let (reply, answer) = oneshot::channel();
+        let job = IngestJob {
+            event: event.clone(),
+            task: task.cloned(),
+            now,
+            reply,
+        };
+        let gone = || StoreError::Invalid("the store's writer has stopped".to_owned());
+        self.ingest_queue.send(job).await.map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+}
+
+/// One event's writes, inside the caller's transaction.
+async fn ingest_one(
+    tx: &mut SqliteConnection,
+    event: &InboundEvent,
+    task: Option<&NewTask>,
+    now: i64,
+) -> StoreResult<IntakeReceipt> {
+    let conversation_id: i64 = sqlx::query_scalar(
+        "INSERT INTO conversations (channel, external_id, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?3)
              ON CONFLICT (channel, external_id) DO UPDATE SET updated_at = excluded.updated_at
              RETURNING id",
-        )
-        .bind(&event.channel)
-        .bind(&event.conversation)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        let mut receipt = IntakeReceipt {
-            conversation_id,
-            message_id: None,
-            task_id: None,
-            duplicate: false,
-        };
-        match &event.kind {
-            EventKind::Posted(message) => {
-                post(&mut tx, conversation_id, message, task, now, &mut receipt).await?;
-            }
-            EventKind::Edited {
-                channel_message_id,
-                text,
-                at,
-            } => {
-                sqlx::query(
-                    "UPDATE messages SET text = ?1, edited_at = ?2
-                     WHERE conversation_id = ?3 AND channel_message_id = ?4",
-                )
-                .bind(text)
-                .bind(at.timestamp_millis())
-                .bind(conversation_id)
-                .bind(channel_message_id)
-                .execute(&mut *tx)
-                .await?;
-            }
-            EventKind::Deleted {
-                channel_message_id,
-                at,
-            } => {
-                sqlx::query(
-                    "UPDATE messages SET deleted_at = ?1
-                     WHERE conversation_id = ?2 AND channel_message_id = ?3",
-                )
-                .bind(at.timestamp_millis())
-                .bind(conversation_id)
-                .bind(channel_message_id)
-                .execute(&mut *tx)
-                .await?;
-            }
-            EventKind::CursorOnly => {}
+    )
+    .bind(&event.channel)
+    .bind(&event.conversation)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?;
+    let mut receipt = IntakeReceipt {
+        conversation_id,
+        message_id: None,
+        task_id: None,
+        duplicate: false,
+    };
+    match &event.kind {
+        EventKind::Posted(message) => {
+            post(tx, conversation_id, message, task, now, &mut receipt).await?;
         }
-        if let Some(cursor) = &event.cursor {
+        EventKind::Edited {
+            channel_message_id,
+            text,
+            at,
+        } => {
             sqlx::query(
-                "INSERT INTO cursors (channel, scope, value, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (channel, scope) DO UPDATE
-                 SET value = excluded.value, updated_at = excluded.updated_at",
+                "UPDATE messages SET text = ?1, edited_at = ?2
+                     WHERE conversation_id = ?3 AND channel_message_id = ?4",
             )
-            .bind(&event.channel)
-            .bind(&cursor.scope)
-            .bind(&cursor.value)
-            .bind(now)
+            .bind(text)
+            .bind(at.timestamp_millis())
+            .bind(conversation_id)
+            .bind(channel_message_id)
             .execute(&mut *tx)
             .await?;
         }
-        tx.commit().await?;
-        Ok(receipt)
+        EventKind::Deleted {
+            channel_message_id,
+            at,
+        } => {
+            sqlx::query(
+                "UPDATE messages SET deleted_at = ?1
+                     WHERE conversation_id = ?2 AND channel_message_id = ?3",
+            )
+            .bind(at.timestamp_millis())
+            .bind(conversation_id)
+            .bind(channel_message_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        EventKind::CursorOnly => {}
     }
+    if let Some(cursor) = &event.cursor {
+        sqlx::query(
+            "INSERT INTO cursors (channel, scope, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (channel, scope) DO UPDATE
+                 SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(&event.channel)
+        .bind(&cursor.scope)
+        .bind(&cursor.value)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(receipt)
+}
 
+impl SqliteStore {
     pub(super) async fn cursor_value(
         &self,
         channel: &str,
@@ -98,7 +179,7 @@ impl SqliteStore {
 }
 
 async fn post(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut SqliteConnection,
     conversation_id: i64,
     m: &InboundMessage,
     task: Option<&NewTask>,
@@ -112,7 +193,7 @@ async fn post(
             )
             .bind(conversation_id)
             .bind(parent)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?,
             None => None,
         };
@@ -146,7 +227,7 @@ async fn post(
     )
     .bind(audience)
     .bind(meta)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     let Some(message_id) = inserted else {
         // Seen before: report what the first sight stored.
@@ -156,12 +237,12 @@ async fn post(
         )
         .bind(conversation_id)
         .bind(&m.channel_message_id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         if let Some(task) = task {
             receipt.task_id = sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
                 .bind(&task.dedup_key)
-                .fetch_optional(&mut **tx)
+                .fetch_optional(&mut *tx)
                 .await?;
         }
         return Ok(());
@@ -183,7 +264,7 @@ async fn post(
         .bind(&task.brain)
         .bind(task.max_attempts as i64)
         .bind(now)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         receipt.task_id = match id {
             Some(id) => Some(id),
@@ -191,7 +272,7 @@ async fn post(
                 receipt.duplicate = true;
                 sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
                     .bind(&task.dedup_key)
-                    .fetch_optional(&mut **tx)
+                    .fetch_optional(&mut *tx)
                     .await?
             }
         };

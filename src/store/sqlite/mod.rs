@@ -24,6 +24,7 @@ use crate::config::{StoreSettings, Synchronous};
 pub struct SqliteStore {
     write: SqlitePool,
     read: SqlitePool,
+    ingest_queue: intake::IngestQueue,
 }
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -50,6 +51,7 @@ impl SqliteStore {
                 .connect_with(options)
                 .await?;
             return Ok(Self {
+                ingest_queue: intake::spawn_writer(pool.clone()),
                 write: pool.clone(),
                 read: pool,
             });
@@ -73,7 +75,11 @@ impl SqliteStore {
             .max_connections(settings.read_connections)
             .connect_with(options)
             .await?;
-        Ok(Self { write, read })
+        Ok(Self {
+            ingest_queue: intake::spawn_writer(write.clone()),
+            write,
+            read,
+        })
     }
 
     /// Applies pending migrations from `migrations/sqlite/`; returns how many ran.
