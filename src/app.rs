@@ -16,6 +16,7 @@ use tokio_util::task::TaskTracker;
 use crate::brain::{Brain, EchoBrain};
 use crate::clock::Clock;
 use crate::config::{BrainKind, Secret, Settings};
+use crate::context::{ContextEngine, TokenCounter};
 use crate::deps::Deps;
 use crate::intake::IntakeService;
 use crate::outbox::Outbox;
@@ -70,6 +71,8 @@ impl App {
                 .context("cannot build the webhook callback client")?;
             sinks.insert(sink.channel().to_owned(), Arc::new(sink));
         }
+        let counter = TokenCounter::new(settings.conversation.tokenizer)
+            .context("cannot load the tokenizer")?;
         let listener = TcpListener::bind(settings.http.listen)
             .await
             .with_context(|| format!("cannot listen on {} (http.listen)", settings.http.listen))?;
@@ -78,6 +81,7 @@ impl App {
             settings: Arc::new(settings),
             store: Arc::new(sqlite.clone()),
             clock: overrides.clock.unwrap_or_default(),
+            context: ContextEngine::new(counter),
             brains: Arc::new(brains),
             sinks: Arc::new(sinks),
             task_ready: Arc::new(Notify::new()),

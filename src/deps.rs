@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::brain::Brain;
 use crate::clock::Clock;
 use crate::config::Settings;
+use crate::context::ContextEngine;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -17,6 +18,8 @@ pub struct Deps {
     pub settings: Arc<Settings>,
     pub store: Arc<dyn Store>,
     pub clock: Clock,
+    /// Decides what each prompt holds.
+    pub context: ContextEngine,
     /// Brains by configured name.
     pub brains: Arc<HashMap<String, Arc<dyn Brain>>>,
     /// Sinks by channel instance (`webhook:default`, …).

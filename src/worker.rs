@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use std::sync::Arc;
 
-use crate::brain::{BrainError, BrainReply, BrainRequest};
-use crate::context;
+use crate::brain::{Brain, BrainError, BrainReply, BrainRequest, Completer};
+use crate::context::{self, Incoming};
 use crate::deps::Deps;
-use crate::domain::TaskId;
+use crate::domain::{TaskId, Usage};
 use crate::store::{Completion, NewDelivery, StoreError, TaskRecord};
 
 /// What one `run_once` did.
@@ -147,7 +147,7 @@ impl Worker {
                     text: reply.text,
                     actions: reply.actions,
                     usage: reply.usage,
-                    triage_usage: None,
+                    triage_usage: completion_ctx.triage_usage,
                     context: completion_ctx.context,
                     delivery: completion_ctx.delivery,
                 };
@@ -230,19 +230,37 @@ impl Worker {
         let brain = self.deps.brains.get(&task.brain).ok_or_else(|| {
             AttemptError::Permanent(format!("no brain named {:?} is configured", task.brain))
         })?;
-        let selection = context::select(store, &self.deps.settings.conversation, &trigger).await?;
+        let completer = self.triage_completer(brain.as_ref());
+        let incoming = Incoming {
+            id: Some(trigger.id),
+            text: trigger.text.clone(),
+            at_ms: trigger.created_at,
+            reply_to: trigger.reply_to_message_id,
+        };
+        let selection = self
+            .deps
+            .context
+            .select(
+                store,
+                &self.deps.settings.conversation,
+                task.conversation_id,
+                &incoming,
+                completer.as_deref(),
+            )
+            .await?;
         let request = BrainRequest {
             task_id: task.id.0,
             conversation_id: task.conversation_id.0,
             system: brain_settings
                 .map(|b| b.system_prompt.clone())
                 .unwrap_or_default(),
-            context: selection.turns,
+            context: selection.turns(),
             message: context::turn_of(&trigger),
         };
         let reply = self.call_brain(brain.as_ref(), &request).await?;
         let prepared = Prepared {
-            context: json!({ "messages": selection.chosen }),
+            context: selection.explain(),
+            triage_usage: selection.triage_usage,
             delivery: Some(NewDelivery {
                 channel: conversation.channel,
                 idempotency_key: format!("ctxgate:task:{}:result", task.id),
@@ -253,6 +271,15 @@ impl Worker {
             }),
         };
         Ok((reply, prepared))
+    }
+
+    /// The completer triage uses: `selection_model = "fast"` is the task brain's fast
+    /// completer; another value names a configured brain whose fast completer is used.
+    fn triage_completer(&self, brain: &dyn Brain) -> Option<Arc<dyn Completer>> {
+        match self.deps.settings.conversation.selection_model.as_str() {
+            "fast" => brain.fast(),
+            name => self.deps.brains.get(name).and_then(|b| b.fast()),
+        }
     }
 
     /// One brain call with quick re-tries of transient errors.
@@ -285,6 +312,7 @@ impl Worker {
 
 struct Prepared {
     context: serde_json::Value,
+    triage_usage: Option<Usage>,
     delivery: Option<NewDelivery>,
 }
 

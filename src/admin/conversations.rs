@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{ApiError, limit};
 use crate::deps::Deps;
 use crate::domain::{ConversationId, MessageId};
-use crate::store::Page;
+use crate::store::{Bound, Page};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,7 +60,14 @@ pub async fn messages(
     let limit = limit(q.limit)?;
     let items = deps
         .store
-        .messages_before(id, q.cursor.map(MessageId), limit)
+        .messages_before(
+            id,
+            Bound {
+                before: q.cursor.map(MessageId),
+                until_ms: None,
+            },
+            limit,
+        )
         .await?;
     let next = (items.len() == limit)
         .then(|| items.first().map(|m| m.id))

@@ -3,6 +3,7 @@
 mod echo;
 mod scripted;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -11,7 +12,7 @@ use ctxgate_contract::Role;
 use serde::Serialize;
 
 pub use echo::EchoBrain;
-pub use scripted::{ScriptedBrain, Step};
+pub use scripted::{ScriptedBrain, ScriptedCompleter, Step};
 
 use crate::domain::{Action, Usage};
 
@@ -75,4 +76,15 @@ impl BrainError {
 #[async_trait]
 pub trait Brain: Send + Sync {
     async fn complete(&self, request: &BrainRequest) -> Result<BrainReply, BrainError>;
+
+    /// The small, fast model used for context triage, if this brain has one.
+    fn fast(&self) -> Option<Arc<dyn Completer>> {
+        None
+    }
+}
+
+/// A plain prompt-in, text-out completion (used by context triage).
+#[async_trait]
+pub trait Completer: Send + Sync {
+    async fn complete(&self, prompt: &str) -> Result<(String, Usage), BrainError>;
 }

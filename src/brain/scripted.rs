@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{Brain, BrainError, BrainReply, BrainRequest};
+use super::{Brain, BrainError, BrainReply, BrainRequest, Completer};
 use crate::domain::Usage;
 
 /// One scripted behaviour.
@@ -22,6 +22,59 @@ pub struct ScriptedBrain {
     script: Arc<Mutex<VecDeque<Step>>>,
     seen: Arc<Mutex<Vec<BrainRequest>>>,
     calls: Arc<tokio::sync::watch::Sender<usize>>,
+    fast: Option<Arc<ScriptedCompleter>>,
+}
+
+/// A scripted fast completer: answers from a queue (then fails), records prompts.
+#[derive(Default)]
+pub struct ScriptedCompleter {
+    answers: Mutex<VecDeque<Result<String, BrainError>>>,
+    prompts: Mutex<Vec<String>>,
+}
+
+impl ScriptedCompleter {
+    pub fn answer(&self, a: Result<&str, BrainError>) -> &Self {
+        self.answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(a.map(str::to_owned));
+        self
+    }
+
+    pub fn prompts(&self) -> Vec<String> {
+        self.prompts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Completer for ScriptedCompleter {
+    async fn complete(&self, prompt: &str) -> Result<(String, Usage), BrainError> {
+        self.prompts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(prompt.to_owned());
+        let next = self
+            .answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        match next {
+            Some(Ok(text)) => Ok((
+                text,
+                Usage {
+                    prompt_tokens: 100,
+                    completion_tokens: 7,
+                },
+            )),
+            Some(Err(e)) => Err(e),
+            None => Err(BrainError::Permanent(
+                "the script has no more answers".into(),
+            )),
+        }
+    }
 }
 
 impl Default for ScriptedBrain {
@@ -30,6 +83,7 @@ impl Default for ScriptedBrain {
             script: Arc::default(),
             seen: Arc::default(),
             calls: Arc::new(tokio::sync::watch::Sender::new(0)),
+            fast: None,
         }
     }
 }
@@ -37,6 +91,14 @@ impl Default for ScriptedBrain {
 impl ScriptedBrain {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A scripted brain with a scripted fast completer for triage.
+    pub fn with_fast(fast: Arc<ScriptedCompleter>) -> Self {
+        Self {
+            fast: Some(fast),
+            ..Self::default()
+        }
     }
 
     pub fn then(&self, step: Step) -> &Self {
@@ -72,6 +134,10 @@ impl ScriptedBrain {
 
 #[async_trait]
 impl Brain for ScriptedBrain {
+    fn fast(&self) -> Option<Arc<dyn Completer>> {
+        self.fast.clone().map(|f| f as Arc<dyn Completer>)
+    }
+
     async fn complete(&self, request: &BrainRequest) -> Result<BrainReply, BrainError> {
         self.seen
             .lock()

@@ -264,6 +264,25 @@ pub struct ConversationSettings {
     pub talk_context_limit: usize,
     /// The Talk cache keeps the newest N messages per room.
     pub talk_cache_max_per_conversation: usize,
+    /// Token budget of the whole context (0 = no budget, and no archive recall).
+    pub max_context_tokens: usize,
+    /// Tokenizer counting the budget: `cl100k_base` or `o200k_base`.
+    pub tokenizer: Tokenizer,
+    /// Fill the budget left after the selection with the best matches from the archive.
+    pub archive_recall: bool,
+    /// Full-text matches examined per recall.
+    pub archive_candidates: usize,
+    /// Turns on each side of an archive match brought along with it.
+    pub archive_neighbours: usize,
+    /// Longer archive messages are cut to this many tokens around the match (0 = never).
+    pub archive_snippet_tokens: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tokenizer {
+    Cl100kBase,
+    O200kBase,
 }
 
 impl Default for ConversationSettings {
@@ -282,6 +301,12 @@ impl Default for ConversationSettings {
             previous_tasks_count: 3,
             talk_context_limit: 100,
             talk_cache_max_per_conversation: 200,
+            max_context_tokens: 4000,
+            tokenizer: Tokenizer::Cl100kBase,
+            archive_recall: true,
+            archive_candidates: 200,
+            archive_neighbours: 1,
+            archive_snippet_tokens: 200,
         }
     }
 }

@@ -1,42 +1,145 @@
-//! Which prior messages of a conversation go into a task's prompt.
+//! The context engine: which prior messages of a conversation go into a task's prompt, and why.
 //!
-//! For now: the newest `lookback_count` messages before the trigger, excluding system messages,
-//! deleted messages, acknowledgement/progress posts and background output. The full selection of
-//! CONTEXT.md (recency, reply parent, triage, budgets, archive recall) replaces this.
+//! The pipeline follows CONTEXT.md in order — candidates (lookback, exclusions, briefings added
+//! back), recency filter, reply parent, shortcut, guaranteed recent, triage of the older ones
+//! (failing open), chronological assembly with actions and truncation — then ctxgate's own
+//! stages: the token budget and archive recall. Every message considered gets a [`Reason`].
+
+pub mod budget;
+mod candidates;
+pub mod dates;
+pub mod recall;
+pub mod render;
+pub mod triage;
+
+use std::collections::HashSet;
 
 use chrono::{TimeZone, Utc};
-use ctxgate_contract::Role;
 use serde::Serialize;
+use serde_json::json;
 
-use crate::brain::Turn;
+use crate::brain::{Completer, Turn};
 use crate::config::ConversationSettings;
-use crate::domain::MessageId;
-use crate::store::{MessageRecord, Store, StoreResult};
+use crate::domain::{ConversationId, MessageId, Usage};
+use crate::store::{Bound, MessageRecord, Store, StoreResult};
+pub use budget::TokenCounter;
 
-/// Why a message is (or is not) in the context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Why a message is, or is not, in the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
+    /// Among the newest candidates (always kept), or all candidates when selection is skipped.
     Recent,
+    /// An older candidate triage chose.
+    Relevant,
+    /// An older candidate kept because triage did not run or failed (fail open).
+    FailOpen,
+    /// The message being replied to.
+    ReplyParent,
+    /// A recent briefing or scheduled result added back.
+    Briefing,
+    /// A match from the archive beyond the lookback.
+    Archive,
+    DroppedByBudget,
+    DroppedByRecency,
+    DroppedByTriage,
+    ExcludedBackground,
+    ExcludedSystem,
+    ExcludedDeleted,
+    /// Acknowledgement and progress posts.
+    ExcludedProgress,
 }
 
+/// The message a context is built for.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    /// Its stored id, when stored (context then covers only earlier messages).
+    pub id: Option<MessageId>,
+    pub text: String,
+    /// Its time (unix ms); context covers only messages written at or before it.
+    pub at_ms: i64,
+    pub reply_to: Option<MessageId>,
+}
+
+/// One message in the context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub message: MessageRecord,
+    pub reason: Reason,
+    pub tokens: usize,
+    /// The text as the brain sees it (truncated, with actions, or an archive snippet).
+    pub text: String,
+}
+
+/// A message considered and left out.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Chosen {
+pub struct Left {
     pub id: MessageId,
     pub reason: Reason,
 }
 
-/// The context of one task: the turns for the brain and what was chosen why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Selection {
-    pub turns: Vec<Turn>,
-    pub chosen: Vec<Chosen>,
+    /// In conversation order (the order messages arrived).
+    pub items: Vec<Item>,
+    pub left_out: Vec<Left>,
+    pub tokens: usize,
+    pub budget: Option<usize>,
+    pub triage_usage: Option<Usage>,
+    /// What happened along the way (triage failed open, budget exceeded by protected items…).
+    pub notes: Vec<String>,
+}
+
+impl Selection {
+    fn empty() -> Self {
+        Self {
+            items: Vec::new(),
+            left_out: Vec::new(),
+            tokens: 0,
+            budget: None,
+            triage_usage: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn turns(&self) -> Vec<Turn> {
+        self.items
+            .iter()
+            .map(|i| Turn {
+                role: i.message.role,
+                speaker: render::speaker(&i.message),
+                text: i.text.clone(),
+                timestamp: Utc
+                    .timestamp_millis_opt(i.message.created_at)
+                    .single()
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// The explanation stored on the task and shown by the admin API.
+    pub fn explain(&self) -> serde_json::Value {
+        json!({
+            "selected": self.items.iter().map(|i| json!({
+                "id": i.message.id,
+                "channel_message_id": i.message.channel_message_id,
+                "role": i.message.role,
+                "speaker": render::speaker(&i.message),
+                "reason": i.reason,
+                "tokens": i.tokens,
+            })).collect::<Vec<_>>(),
+            "left_out": self.left_out,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "notes": self.notes,
+        })
+    }
 }
 
 pub fn turn_of(m: &MessageRecord) -> Turn {
     Turn {
         role: m.role,
-        speaker: m.sender_name.clone().unwrap_or_else(|| m.sender_id.clone()),
+        speaker: render::speaker(m),
         text: m.text.clone(),
         timestamp: Utc
             .timestamp_millis_opt(m.created_at)
@@ -45,40 +148,264 @@ pub fn turn_of(m: &MessageRecord) -> Turn {
     }
 }
 
-fn is_candidate(m: &MessageRecord) -> bool {
-    m.deleted_at.is_none()
-        && m.role != Role::System
-        && m.kind == "message"
-        && !m.source_type.is_some_and(|s| s.is_background())
+/// The engine; cheap to clone (the tokenizer is shared).
+#[derive(Clone, Debug)]
+pub struct ContextEngine {
+    counter: TokenCounter,
 }
 
-pub async fn select(
-    store: &dyn Store,
-    settings: &ConversationSettings,
-    trigger: &MessageRecord,
-) -> StoreResult<Selection> {
-    if !settings.enabled {
-        return Ok(Selection {
-            turns: Vec::new(),
-            chosen: Vec::new(),
-        });
+/// The reference selection's outcome before budget and recall.
+struct Chosen {
+    kept: Vec<(MessageRecord, Reason)>,
+    left: Vec<Left>,
+    triage_usage: Option<Usage>,
+    notes: Vec<String>,
+}
+
+impl ContextEngine {
+    pub fn new(counter: TokenCounter) -> Self {
+        Self { counter }
     }
-    let prior = store
-        .messages_before(
-            trigger.conversation_id,
-            Some(trigger.id),
-            settings.lookback_count,
-        )
-        .await?;
-    let picked: Vec<&MessageRecord> = prior.iter().filter(|m| is_candidate(m)).collect();
-    Ok(Selection {
-        turns: picked.iter().map(|m| turn_of(m)).collect(),
-        chosen: picked
-            .iter()
-            .map(|m| Chosen {
+
+    pub fn counter(&self) -> &TokenCounter {
+        &self.counter
+    }
+
+    /// Builds the context of `incoming` in `conversation` (and only from it).
+    pub async fn select(
+        &self,
+        store: &dyn Store,
+        settings: &ConversationSettings,
+        conversation: ConversationId,
+        incoming: &Incoming,
+        completer: Option<&dyn Completer>,
+    ) -> StoreResult<Selection> {
+        if !settings.enabled {
+            return Ok(Selection::empty());
+        }
+        // A stored message bounds its context by arrival order (its id): channel clocks and
+        // the gateway's clock need not agree. A message not stored yet bounds it by time.
+        let bound = Bound {
+            before: incoming.id,
+            until_ms: incoming.id.is_none().then_some(incoming.at_ms),
+        };
+        // 1. Candidates: the lookback window minus exclusions, plus recent briefings.
+        let window = store
+            .messages_before(conversation, bound, settings.lookback_count)
+            .await?;
+        let oldest_in_window = window.first().map(|m| m.id);
+        let mut left = Vec::new();
+        let mut candidates = Vec::new();
+        for m in window {
+            match candidates::exclusion(&m) {
+                Some(reason) => left.push(Left { id: m.id, reason }),
+                None => candidates.push(m),
+            }
+        }
+        let mut briefings = HashSet::new();
+        if settings.previous_tasks_count > 0 {
+            for b in store
+                .background_results(conversation, bound, settings.previous_tasks_count)
+                .await?
+            {
+                left.retain(|l| l.id != b.id);
+                briefings.insert(b.id);
+                candidates.push(b);
+            }
+        }
+        candidates.sort_by_key(|m| m.id);
+        candidates.dedup_by_key(|m| m.id);
+        // 2. Recency filter.
+        for m in candidates::recency(&mut candidates, settings) {
+            left.push(Left {
                 id: m.id,
-                reason: Reason::Recent,
-            })
-            .collect(),
-    })
+                reason: Reason::DroppedByRecency,
+            });
+        }
+        // 3. Reply parent, from anywhere in this conversation.
+        let parent = match incoming.reply_to {
+            Some(id) => store
+                .get_message(id)
+                .await?
+                .filter(|p| p.conversation_id == conversation && p.deleted_at.is_none()),
+            None => None,
+        };
+        if let Some(p) = &parent {
+            candidates.retain(|c| c.id != p.id);
+            left.retain(|l| l.id != p.id);
+        }
+        // 4–6. Shortcut, guaranteed recent, triage.
+        let chosen = self
+            .choose(settings, candidates, &briefings, incoming, completer)
+            .await;
+        left.extend(chosen.left);
+        let mut notes = chosen.notes;
+        // 7. Assemble chronologically.
+        let mut items: Vec<Item> = parent
+            .into_iter()
+            .map(|p| (p, Reason::ReplyParent))
+            .chain(chosen.kept)
+            .map(|(m, reason)| self.item(m, reason, settings))
+            .collect();
+        items.sort_by_key(|i| i.message.id);
+        // Budget: drop the lowest priority first, never the reply parent or the newest ones.
+        let budget = (settings.max_context_tokens > 0).then_some(settings.max_context_tokens);
+        if let Some(budget) = budget {
+            let protected: HashSet<MessageId> =
+                newest_recent(&items, settings.always_include_recent)
+                    .chain(
+                        items
+                            .iter()
+                            .filter(|i| i.reason == Reason::ReplyParent)
+                            .map(|i| i.message.id),
+                    )
+                    .collect();
+            for gone in budget::fit(&mut items, budget, |i| protected.contains(&i.message.id)) {
+                left.push(Left {
+                    id: gone.message.id,
+                    reason: Reason::DroppedByBudget,
+                });
+            }
+            let used: usize = items.iter().map(|i| i.tokens).sum();
+            if used > budget {
+                notes.push(format!(
+                    "the reply parent and newest messages alone need {used} tokens, over the budget of {budget}"
+                ));
+            }
+            // Archive recall fills what is left.
+            if settings.archive_recall && used < budget {
+                let taken: HashSet<MessageId> = items
+                    .iter()
+                    .map(|i| i.message.id)
+                    .chain(left.iter().map(|l| l.id))
+                    .collect();
+                let recall = recall::Recall {
+                    store,
+                    counter: &self.counter,
+                    settings,
+                    conversation,
+                    text: &incoming.text,
+                    at_ms: incoming.at_ms,
+                    until_ms: bound.until_ms,
+                    below: oldest_in_window.or(incoming.id),
+                    taken,
+                };
+                items.extend(recall.fill(budget - used).await?);
+                items.sort_by_key(|i| i.message.id);
+            }
+        }
+        Ok(Selection {
+            tokens: items.iter().map(|i| i.tokens).sum(),
+            items,
+            left_out: left,
+            budget,
+            triage_usage: chosen.triage_usage,
+            notes,
+        })
+    }
+
+    async fn choose(
+        &self,
+        settings: &ConversationSettings,
+        candidates: Vec<MessageRecord>,
+        briefings: &HashSet<MessageId>,
+        incoming: &Incoming,
+        completer: Option<&dyn Completer>,
+    ) -> Chosen {
+        let reason_for = |m: &MessageRecord, default: Reason| {
+            if briefings.contains(&m.id) {
+                Reason::Briefing
+            } else {
+                default
+            }
+        };
+        let n = candidates.len();
+        let mut out = Chosen {
+            kept: Vec::new(),
+            left: Vec::new(),
+            triage_usage: None,
+            notes: Vec::new(),
+        };
+        // 4. Shortcut: include all.
+        if !settings.use_selection
+            || n <= settings.skip_selection_threshold
+            || settings.always_include_recent >= n
+        {
+            out.kept = candidates
+                .into_iter()
+                .map(|m| {
+                    let r = reason_for(&m, Reason::Recent);
+                    (m, r)
+                })
+                .collect();
+            return out;
+        }
+        // 5. Guaranteed recent; 6. triage of the older ones.
+        let split = n - settings.always_include_recent;
+        let mut older = candidates;
+        let recent = older.split_off(split);
+        let verdict = triage::run(
+            completer,
+            &older,
+            &incoming.text,
+            settings.context_truncation,
+            settings.selection_timeout,
+        )
+        .await;
+        match verdict {
+            triage::Verdict::Chosen(ids, usage) => {
+                out.triage_usage = Some(usage);
+                for (i, m) in older.into_iter().enumerate() {
+                    if ids.contains(&i) {
+                        let r = reason_for(&m, Reason::Relevant);
+                        out.kept.push((m, r));
+                    } else {
+                        out.left.push(Left {
+                            id: m.id,
+                            reason: Reason::DroppedByTriage,
+                        });
+                    }
+                }
+            }
+            triage::Verdict::FailOpen(why, usage) => {
+                out.triage_usage = usage;
+                out.notes.push(format!("{why}; every older candidate kept"));
+                out.kept.extend(older.into_iter().map(|m| {
+                    let r = reason_for(&m, Reason::FailOpen);
+                    (m, r)
+                }));
+            }
+        }
+        out.kept.extend(recent.into_iter().map(|m| {
+            let r = reason_for(&m, Reason::Recent);
+            (m, r)
+        }));
+        out
+    }
+
+    fn item(
+        &self,
+        message: MessageRecord,
+        reason: Reason,
+        settings: &ConversationSettings,
+    ) -> Item {
+        let text = render::text(&message, settings.context_truncation);
+        let tokens = self.counter.turn(&render::speaker(&message), &text);
+        Item {
+            message,
+            reason,
+            tokens,
+            text,
+        }
+    }
+}
+
+/// Ids of the newest `n` items with the `recent` reason.
+fn newest_recent(items: &[Item], n: usize) -> impl Iterator<Item = MessageId> + '_ {
+    items
+        .iter()
+        .rev()
+        .filter(|i| i.reason == Reason::Recent)
+        .take(n)
+        .map(|i| i.message.id)
 }

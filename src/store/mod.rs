@@ -41,6 +41,9 @@ pub trait Store: Send + Sync + 'static {
         now: i64,
     ) -> StoreResult<IntakeReceipt>;
 
+    /// Stores many events (no tasks) in one transaction, in order: history imports.
+    async fn ingest_batch(&self, events: &[InboundEvent], now: i64) -> StoreResult<()>;
+
     async fn cursor(&self, channel: &str, scope: &str) -> StoreResult<Option<String>>;
 
     // --- tasks --------------------------------------------------------------------------------
@@ -92,13 +95,54 @@ pub trait Store: Send + Sync + 'static {
     async fn list_conversations(&self, page: &Page) -> StoreResult<Vec<ConversationRecord>>;
     async fn get_message(&self, id: MessageId) -> StoreResult<Option<MessageRecord>>;
 
-    /// The newest `limit` messages of a conversation with an id below `before` (all when
-    /// `None`), oldest first.
+    /// A conversation by its channel and its id on that channel.
+    async fn find_conversation(
+        &self,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<ConversationRecord>>;
+
+    /// A message by its id on the channel, within one conversation.
+    async fn find_message(
+        &self,
+        conversation: ConversationId,
+        channel_message_id: &str,
+    ) -> StoreResult<Option<MessageRecord>>;
+
+    /// The newest `limit` messages of a conversation with an id below `bound.before` and written
+    /// at or before `bound.until_ms` (each bound optional), oldest first.
     async fn messages_before(
         &self,
         conversation: ConversationId,
-        before: Option<MessageId>,
+        bound: Bound,
         limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>>;
+
+    /// The newest `limit` delivered results of background tasks (briefings, scheduled jobs)
+    /// within `bound`, oldest first.
+    async fn background_results(
+        &self,
+        conversation: ConversationId,
+        bound: Bound,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>>;
+
+    /// Full-text search of one conversation's archive within `bound`: the best `limit` matches
+    /// of an FTS5 query, best first, with a relevance score (higher is better).
+    async fn archive_search(
+        &self,
+        conversation: ConversationId,
+        fts_query: &str,
+        bound: Bound,
+        limit: usize,
+    ) -> StoreResult<Vec<ArchiveHit>>;
+
+    /// Up to `n` messages on each side of `id` in its conversation, oldest first (without it).
+    async fn neighbours(
+        &self,
+        conversation: ConversationId,
+        id: MessageId,
+        n: usize,
     ) -> StoreResult<Vec<MessageRecord>>;
 
     // --- outbox -------------------------------------------------------------------------------

@@ -156,3 +156,33 @@ impl Default for Page {
         }
     }
 }
+
+/// Which part of a conversation's history a read covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bound {
+    /// Only messages with a smaller id (stored earlier).
+    pub before: Option<MessageId>,
+    /// Only messages written at or before this time (unix ms).
+    pub until_ms: Option<i64>,
+}
+
+impl Bound {
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    pub fn before(id: MessageId) -> Self {
+        Self {
+            before: Some(id),
+            until_ms: None,
+        }
+    }
+}
+
+/// One full-text match in a conversation's archive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchiveHit {
+    pub message: MessageRecord,
+    /// Relevance, higher is better (negated BM25).
+    pub score: f64,
+}

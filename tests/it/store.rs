@@ -5,7 +5,7 @@ use chrono::{TimeZone, Utc};
 use ctxgate::config::StoreSettings;
 use ctxgate::domain::{ConversationId, Usage};
 use ctxgate::store::sqlite::SqliteStore;
-use ctxgate::store::{Completion, NewTask, Store};
+use ctxgate::store::{Bound, Completion, NewTask, Store};
 use ctxgate_contract::{
     Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, Role, SenderKind, SourceType,
 };
@@ -20,7 +20,7 @@ async fn store() -> (SqliteStore, tempfile::TempDir) {
         ..StoreSettings::default()
     };
     let store = SqliteStore::connect(&settings).await.unwrap();
-    assert_eq!(store.migrate().await.unwrap(), 1);
+    assert!(store.migrate().await.unwrap() >= 1);
     assert_eq!(store.migrate().await.unwrap(), 0, "migrations run once");
     (store, dir)
 }
@@ -98,7 +98,11 @@ async fn intake_commits_message_task_and_cursor_together_and_dedups() {
     assert_eq!(again.message_id, first.message_id);
     let conv = ConversationId(first.conversation_id);
     assert_eq!(
-        store.messages_before(conv, None, 10).await.unwrap().len(),
+        store
+            .messages_before(conv, Bound::all(), 10)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 
@@ -138,7 +142,7 @@ async fn intake_commits_message_task_and_cursor_together_and_dedups() {
         };
         store.ingest(&event, None, NOW).await.unwrap();
     }
-    let history = store.messages_before(conv, None, 10).await.unwrap();
+    let history = store.messages_before(conv, Bound::all(), 10).await.unwrap();
     assert_eq!(history[0].text, "hello, edited");
     assert_eq!(history[0].edited_at, Some(NOW + 5));
     assert_eq!(history[1].deleted_at, Some(NOW + 5));
@@ -295,7 +299,11 @@ async fn concurrent_intakes_commit_together_and_still_dedup() {
     assert_eq!(task_ids.len(), 50);
     let conv = ConversationId(by_id["0"][0].conversation_id);
     assert_eq!(
-        store.messages_before(conv, None, 500).await.unwrap().len(),
+        store
+            .messages_before(conv, Bound::all(), 500)
+            .await
+            .unwrap()
+            .len(),
         50
     );
 }

@@ -107,10 +107,12 @@ pub enum SourceType {
     Heartbeat,
     Subtask,
     Admin,
+    /// Imported history (`ctxgate context select`, history imports).
+    Import,
 }
 
 impl SourceType {
-    pub const ALL: [SourceType; 8] = [
+    pub const ALL: [SourceType; 9] = [
         SourceType::Talk,
         SourceType::Email,
         SourceType::Webhook,
@@ -119,6 +121,7 @@ impl SourceType {
         SourceType::Heartbeat,
         SourceType::Subtask,
         SourceType::Admin,
+        SourceType::Import,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -131,6 +134,7 @@ impl SourceType {
             SourceType::Heartbeat => "heartbeat",
             SourceType::Subtask => "subtask",
             SourceType::Admin => "admin",
+            SourceType::Import => "import",
         }
     }
 

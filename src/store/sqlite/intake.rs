@@ -163,6 +163,20 @@ async fn ingest_one(
 }
 
 impl SqliteStore {
+    pub(super) async fn ingest_batch_tx(
+        &self,
+        events: &[InboundEvent],
+        now: i64,
+    ) -> StoreResult<()> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin().await?;
+        for event in events {
+            ingest_one(&mut tx, event, None, now).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub(super) async fn cursor_value(
         &self,
         channel: &str,

@@ -120,6 +120,10 @@ impl Store for SqliteStore {
         self.ingest_tx(event, task, now).await
     }
 
+    async fn ingest_batch(&self, events: &[InboundEvent], now: i64) -> StoreResult<()> {
+        self.ingest_batch_tx(events, now).await
+    }
+
     async fn cursor(&self, channel: &str, scope: &str) -> StoreResult<Option<String>> {
         self.cursor_value(channel, scope).await
     }
@@ -189,13 +193,58 @@ impl Store for SqliteStore {
         self.message_by_id(id).await
     }
 
+    async fn find_conversation(
+        &self,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<ConversationRecord>> {
+        self.conversation_by_key(channel, external_id).await
+    }
+
+    async fn find_message(
+        &self,
+        conversation: ConversationId,
+        channel_message_id: &str,
+    ) -> StoreResult<Option<MessageRecord>> {
+        self.message_by_channel_id(conversation, channel_message_id)
+            .await
+    }
+
     async fn messages_before(
         &self,
         conversation: ConversationId,
-        before: Option<MessageId>,
+        bound: Bound,
         limit: usize,
     ) -> StoreResult<Vec<MessageRecord>> {
-        self.messages_page(conversation, before, limit).await
+        self.messages_page(conversation, bound, false, limit).await
+    }
+
+    async fn background_results(
+        &self,
+        conversation: ConversationId,
+        bound: Bound,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>> {
+        self.messages_page(conversation, bound, true, limit).await
+    }
+
+    async fn archive_search(
+        &self,
+        conversation: ConversationId,
+        fts_query: &str,
+        bound: Bound,
+        limit: usize,
+    ) -> StoreResult<Vec<ArchiveHit>> {
+        self.search(conversation, fts_query, bound, limit).await
+    }
+
+    async fn neighbours(
+        &self,
+        conversation: ConversationId,
+        id: MessageId,
+        n: usize,
+    ) -> StoreResult<Vec<MessageRecord>> {
+        self.around(conversation, id, n).await
     }
 
     async fn claim_delivery(

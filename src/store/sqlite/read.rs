@@ -1,6 +1,6 @@
 use super::{SqliteStore, rows};
 use crate::domain::{ConversationId, MessageId};
-use crate::store::{ConversationRecord, MessageRecord, Page, StoreResult};
+use crate::store::{ArchiveHit, Bound, ConversationRecord, MessageRecord, Page, StoreResult};
 
 impl SqliteStore {
     pub(super) async fn conversation_by_id(
@@ -41,15 +41,23 @@ impl SqliteStore {
     pub(super) async fn messages_page(
         &self,
         conversation: ConversationId,
-        before: Option<MessageId>,
+        bound: Bound,
+        background_only: bool,
         limit: usize,
     ) -> StoreResult<Vec<MessageRecord>> {
-        let mut messages = sqlx::query(
-            "SELECT * FROM messages WHERE conversation_id = ?1 AND id < ?2
-             ORDER BY id DESC LIMIT ?3",
-        )
+        let background = if background_only {
+            " AND role = 'assistant' AND source_type IN ('briefing', 'scheduled')
+              AND deleted_at IS NULL"
+        } else {
+            ""
+        };
+        let mut messages = sqlx::query(&format!(
+            "SELECT * FROM messages WHERE conversation_id = ?1 AND id < ?2 AND created_at <= ?3
+             {background} ORDER BY id DESC LIMIT ?4"
+        ))
         .bind(conversation.0)
-        .bind(before.map_or(i64::MAX, |m| m.0))
+        .bind(bound.before.map_or(i64::MAX, |m| m.0))
+        .bind(bound.until_ms.unwrap_or(i64::MAX))
         .bind(limit as i64)
         .fetch_all(&self.read)
         .await?
@@ -58,5 +66,90 @@ impl SqliteStore {
         .collect::<StoreResult<Vec<_>>>()?;
         messages.reverse();
         Ok(messages)
+    }
+}
+
+impl SqliteStore {
+    pub(super) async fn conversation_by_key(
+        &self,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<ConversationRecord>> {
+        sqlx::query("SELECT * FROM conversations WHERE channel = ?1 AND external_id = ?2")
+            .bind(channel)
+            .bind(external_id)
+            .fetch_optional(&self.read)
+            .await?
+            .map(|r| rows::conversation(&r))
+            .transpose()
+    }
+
+    pub(super) async fn message_by_channel_id(
+        &self,
+        conversation: ConversationId,
+        channel_message_id: &str,
+    ) -> StoreResult<Option<MessageRecord>> {
+        sqlx::query("SELECT * FROM messages WHERE conversation_id = ?1 AND channel_message_id = ?2")
+            .bind(conversation.0)
+            .bind(channel_message_id)
+            .fetch_optional(&self.read)
+            .await?
+            .map(|r| rows::message(&r))
+            .transpose()
+    }
+
+    pub(super) async fn search(
+        &self,
+        conversation: ConversationId,
+        fts_query: &str,
+        bound: Bound,
+        limit: usize,
+    ) -> StoreResult<Vec<ArchiveHit>> {
+        // The conversation's own token first, so FTS intersects inside the index.
+        let query = format!("conv:c{} AND ({fts_query})", conversation.0);
+        let rows = sqlx::query(
+            "SELECT m.*, -bm25(messages_fts, 0.0, 1.0) AS score
+             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+             WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND m.id < ?3
+               AND m.created_at <= ?4
+             ORDER BY bm25(messages_fts, 0.0, 1.0) LIMIT ?5",
+        )
+        .bind(query)
+        .bind(conversation.0)
+        .bind(bound.before.map_or(i64::MAX, |m| m.0))
+        .bind(bound.until_ms.unwrap_or(i64::MAX))
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ArchiveHit {
+                    message: rows::message(r)?,
+                    score: sqlx::Row::try_get(r, "score")?,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) async fn around(
+        &self,
+        conversation: ConversationId,
+        id: MessageId,
+        n: usize,
+    ) -> StoreResult<Vec<MessageRecord>> {
+        let rows = sqlx::query(
+            "SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ?1 AND id < ?2
+                            ORDER BY id DESC LIMIT ?3)
+             UNION ALL
+             SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ?1 AND id > ?2
+                            ORDER BY id LIMIT ?3)
+             ORDER BY id",
+        )
+        .bind(conversation.0)
+        .bind(id.0)
+        .bind(n as i64)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(rows::message).collect()
     }
 }
