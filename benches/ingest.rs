@@ -166,6 +166,7 @@ async fn store_rate(dir: &std::path::Path, n: usize) -> f64 {
                     channel: "webhook:default".into(),
                     conversation: format!("conv-{}", i % 500),
                     kind: EventKind::Posted(InboundMessage {
+                        kind: MessageKind::Message,
                         channel_message_id: format!("m-{i}"),
                         sender_id: "bench".into(),
                         sender_name: None,

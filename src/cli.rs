@@ -26,4 +26,24 @@ pub enum Command {
     Migrate,
     /// Validate the configuration and print the effective settings (secrets redacted).
     CheckConfig,
+    /// Context selection tools.
+    #[command(subcommand)]
+    Context(ContextCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContextCommand {
+    /// Run the selection offline over a JSONL history, one JSON line per query on stdout.
+    Select {
+        /// History, one message per line: {id, conversation, sender, role, text, timestamp,
+        /// reply_to, source_type}.
+        #[arg(long)]
+        history: PathBuf,
+        /// Queries, one per line: {id, conversation, text, timestamp?, reply_to?}.
+        #[arg(long)]
+        queries: PathBuf,
+        /// Token budget (overrides conversation.max_context_tokens).
+        #[arg(long)]
+        budget_tokens: Option<usize>,
+    },
 }

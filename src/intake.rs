@@ -22,14 +22,6 @@ impl IntakeService {
     pub fn new(deps: Deps) -> Self {
         Self { deps }
     }
-
-    /// The brain configured for a channel instance.
-    fn brain_for(&self, channel: &str) -> String {
-        channel
-            .strip_prefix("webhook:")
-            .and_then(|name| self.deps.settings.webhooks.get(name))
-            .map_or_else(|| "default".to_owned(), |w| w.brain.clone())
-    }
 }
 
 /// Unambiguous whatever the ids contain.
@@ -78,7 +70,11 @@ impl Intake for IntakeService {
                     ),
                     source_type: m.source_type,
                     agent,
-                    brain: self.brain_for(&event.channel),
+                    brain: self
+                        .deps
+                        .settings
+                        .brain_for_channel(&event.channel)
+                        .to_owned(),
                     max_attempts: self.deps.settings.worker.max_attempts,
                 })
             }

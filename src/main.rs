@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ctxgate::cli::{Cli, Command};
+use ctxgate::cli::{Cli, Command, ContextCommand};
 use ctxgate::store::sqlite::SqliteStore;
 use ctxgate::{App, config, telemetry};
 
@@ -27,6 +27,29 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Context(ContextCommand::Select {
+            history,
+            queries,
+            budget_tokens,
+        }) => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let result = ctxgate::context::offline::run(
+                &settings,
+                &history,
+                &queries,
+                budget_tokens,
+                &mut out,
+            )
+            .await;
+            match result.and_then(|()| std::io::Write::flush(&mut out).map_err(Into::into)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ctxgate: context select failed: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Migrate => {
             telemetry::init(&settings.telemetry);
             let result = async {

@@ -235,6 +235,7 @@ impl Worker {
             id: Some(trigger.id),
             text: trigger.text.clone(),
             at_ms: trigger.created_at,
+            until_ms: None,
             reply_to: trigger.reply_to_message_id,
         };
         let selection = self

@@ -1,6 +1,7 @@
 //! The admin API under `/admin`: bearer-token protected, JSON in and out, stable error codes,
 //! keyset paging (`?cursor=<id>&limit=<n>`, answers carry `next_cursor`).
 
+mod context;
 mod conversations;
 mod error;
 mod tasks;
@@ -30,6 +31,7 @@ pub fn router(deps: Deps) -> Option<Router> {
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}", get(conversations::detail))
         .route("/conversations/{id}/messages", get(conversations::messages))
+        .route("/conversations/{id}/context", get(context::preview))
         .fallback(|| async { ApiError::not_found("admin route") })
         .with_state(deps)
         .layer(middleware::from_fn_with_state(token, require_token));

@@ -56,6 +56,16 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// The brain that answers messages arriving on a channel instance.
+    pub fn brain_for_channel(&self, channel: &str) -> &str {
+        channel
+            .strip_prefix("webhook:")
+            .and_then(|name| self.webhooks.get(name))
+            .map_or("default", |w| w.brain.as_str())
+    }
+}
+
 /// The HTTP server: webhooks, health and the admin API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -8,6 +8,7 @@
 pub mod budget;
 mod candidates;
 pub mod dates;
+pub mod offline;
 pub mod recall;
 pub mod render;
 pub mod triage;
@@ -56,8 +57,11 @@ pub struct Incoming {
     /// Its stored id, when stored (context then covers only earlier messages).
     pub id: Option<MessageId>,
     pub text: String,
-    /// Its time (unix ms); context covers only messages written at or before it.
+    /// Its time (unix ms), for time expressions such as "last March".
     pub at_ms: i64,
+    /// For a message not stored yet: only messages written at or before this time are context
+    /// (`None`: everything stored). A stored message is bounded by its arrival instead.
+    pub until_ms: Option<i64>,
     pub reply_to: Option<MessageId>,
 }
 
@@ -187,7 +191,7 @@ impl ContextEngine {
         // the gateway's clock need not agree. A message not stored yet bounds it by time.
         let bound = Bound {
             before: incoming.id,
-            until_ms: incoming.id.is_none().then_some(incoming.at_ms),
+            until_ms: incoming.until_ms.filter(|_| incoming.id.is_none()),
         };
         // 1. Candidates: the lookback window minus exclusions, plus recent briefings.
         let window = store
@@ -400,12 +404,12 @@ impl ContextEngine {
     }
 }
 
-/// Ids of the newest `n` items with the `recent` reason.
+/// Ids of the newest `n` candidates (the guaranteed recent ones, briefings among them).
 fn newest_recent(items: &[Item], n: usize) -> impl Iterator<Item = MessageId> + '_ {
     items
         .iter()
         .rev()
-        .filter(|i| i.reason == Reason::Recent)
+        .filter(|i| matches!(i.reason, Reason::Recent | Reason::Briefing))
         .take(n)
         .map(|i| i.message.id)
 }

@@ -138,3 +138,59 @@ async fn task_list_filters_pages_and_reports_bad_parameters() {
     let r = app.admin_get("/admin/conversations/999/messages").await;
     assert_eq!(r.status(), 404);
 }
+
+#[tokio::test]
+async fn context_preview_explains_what_a_new_message_would_get() {
+    let app = spawn_app().await;
+    for text in ["the boat is called Nautilus", "nice weather", "lunch?"] {
+        app.post_webhook(&json!({"conversation": "p", "sender": "u", "text": text}))
+            .await;
+        app.worker("w").run_once().await.unwrap();
+        app.outbox().run_once().await.unwrap();
+    }
+    let conv = app.admin_json("/admin/conversations").await["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let p = app
+        .admin_json(&format!(
+            "/admin/conversations/{conv}/context?text=what%20is%20the%20boat%20called&budget=1000"
+        ))
+        .await;
+    let selected = p["selected"].as_array().unwrap();
+    assert_eq!(selected.len(), 6);
+    assert_eq!(selected[0]["text"], "the boat is called Nautilus");
+    // Six candidates, five guaranteed recent; the oldest is kept because the test brain has no
+    // fast completer for triage (fail open).
+    let reasons: Vec<&str> = selected
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            "fail_open",
+            "recent",
+            "recent",
+            "recent",
+            "recent",
+            "recent"
+        ]
+    );
+    assert!(selected.iter().all(|s| s["tokens"].as_u64().unwrap() > 0));
+    assert_eq!(p["budget"], 1000);
+    assert_eq!(
+        p["tokens"].as_u64().unwrap(),
+        selected
+            .iter()
+            .map(|s| s["tokens"].as_u64().unwrap())
+            .sum::<u64>()
+    );
+    let r = app
+        .admin_get(&format!("/admin/conversations/{conv}/context"))
+        .await;
+    assert_eq!(r.status(), 400, "text is required");
+    let r = app
+        .admin_get("/admin/conversations/999/context?text=x")
+        .await;
+    assert_eq!(r.status(), 404);
+}

@@ -177,3 +177,119 @@ async fn serve_answers_a_webhook_and_stops_on_sigterm() {
     // The process is gone, so nothing more can arrive: exactly one answer.
     assert!(rx.try_recv().is_err(), "exactly one answer");
 }
+
+#[tokio::test]
+async fn context_select_runs_the_selection_over_jsonl_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut history = String::new();
+    for i in 0..80 {
+        let (role, sender) = if i % 2 == 0 {
+            ("user", "ann")
+        } else {
+            ("assistant", "bot")
+        };
+        let text = match i {
+            4 => "My locker code at the gym is 4711, please keep it.".to_owned(),
+            _ => format!("small talk number {i}"),
+        };
+        history.push_str(
+            &json!({"id": i, "conversation": "c1", "sender": sender, "role": role, "text": text,
+                    "timestamp": format!("2026-03-01T10:{:02}:00Z", i % 60), "reply_to": null,
+                    "source_type": null})
+            .to_string(),
+        );
+        history.push('\n');
+    }
+    history.push_str(
+        &json!({"id": "x1", "conversation": "c2", "sender": "bob", "role": "user",
+                "text": "my locker code is 1234", "timestamp": "2026-03-01T10:00:00Z"})
+        .to_string(),
+    );
+    history.push('\n');
+    std::fs::write(dir.path().join("h.jsonl"), history).unwrap();
+    std::fs::write(
+        dir.path().join("q.jsonl"),
+        [
+            json!({"id": "q1", "conversation": "c1", "text": "What is my gym locker code?"}),
+            json!({"id": 2, "conversation": "c1", "text": "reply", "reply_to": 7}),
+            json!({"id": "q3", "conversation": "nope", "text": "hello"}),
+        ]
+        .iter()
+        .map(|q| q.to_string() + "\n")
+        .collect::<String>(),
+    )
+    .unwrap();
+    let out = ctxgate(dir.path())
+        .args([
+            "context",
+            "select",
+            "--history",
+            "h.jsonl",
+            "--queries",
+            "q.jsonl",
+            "--budget-tokens",
+            "400",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let q1 = &lines[0];
+    assert_eq!(q1["query"], "q1");
+    let selected = q1["selected"].as_array().unwrap();
+    let hit = selected
+        .iter()
+        .find(|s| s["id"] == 4)
+        .expect("the locker code turn is recalled");
+    assert_eq!(hit["reason"], "archive");
+    assert!(
+        selected.iter().all(|s| s["id"] != "x1"),
+        "never another conversation"
+    );
+    assert!(q1["tokens"].as_u64().unwrap() <= 400);
+    assert_eq!(
+        q1["tokens"].as_u64().unwrap(),
+        selected
+            .iter()
+            .map(|s| s["tokens"].as_u64().unwrap())
+            .sum::<u64>()
+    );
+    assert!(q1["elapsed_us"].as_u64().is_some());
+    let q2 = &lines[1];
+    assert_eq!(q2["query"], 2);
+    let parent = q2["selected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == 7)
+        .unwrap();
+    assert_eq!(parent["reason"], "reply_parent");
+    assert_eq!(lines[2]["selected"], json!([]));
+
+    // A bad line is reported with its file and line number.
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"id\": 1}\n").unwrap();
+    let out = ctxgate(dir.path())
+        .args([
+            "context",
+            "select",
+            "--history",
+            "bad.jsonl",
+            "--queries",
+            "q.jsonl",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl line 1"), "{err}");
+}

@@ -46,10 +46,16 @@ pub async fn spawn_app() -> TestApp {
 
 /// Starts the HTTP side; workers and delivery are driven with `run_once` by the test.
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_app_with_brain(ScriptedBrain::new(), tweak).await
+}
+
+pub async fn spawn_app_with_brain(
+    brain: ScriptedBrain,
+    tweak: impl FnOnce(&mut Settings),
+) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = test_settings(dir.path());
     tweak(&mut settings);
-    let brain = ScriptedBrain::new();
     let clock = Clock::manual(START_MS);
     let overrides = Overrides {
         clock: Some(clock.clone()),

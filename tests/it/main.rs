@@ -2,6 +2,8 @@
 
 mod admin;
 mod cli;
+pub mod context;
+mod context_props;
 mod helpers;
 mod store;
 mod webhook;

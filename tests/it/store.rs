@@ -7,7 +7,8 @@ use ctxgate::domain::{ConversationId, Usage};
 use ctxgate::store::sqlite::SqliteStore;
 use ctxgate::store::{Bound, Completion, NewTask, Store};
 use ctxgate_contract::{
-    Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, Role, SenderKind, SourceType,
+    Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, MessageKind, Role, SenderKind,
+    SourceType,
 };
 use serde_json::json;
 
@@ -36,6 +37,7 @@ fn posted(
         channel: "talk:main".into(),
         conversation: conv.into(),
         kind: EventKind::Posted(InboundMessage {
+            kind: MessageKind::Message,
             channel_message_id: id.into(),
             sender_id: "alice".into(),
             sender_name: Some("Alice".into()),

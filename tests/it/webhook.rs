@@ -289,3 +289,81 @@ async fn a_failing_callback_is_retried_with_backoff_and_delivered_once() {
     ));
     assert_eq!(outbox.run_once().await.unwrap(), DeliverOnce::Empty);
 }
+
+#[tokio::test]
+async fn triage_actions_and_the_explanation_reach_the_task() {
+    use std::sync::Arc;
+
+    use ctxgate::brain::{BrainReply, ScriptedBrain, ScriptedCompleter, Step};
+    use ctxgate::domain::{Action, Usage};
+
+    let fast = Arc::new(ScriptedCompleter::default());
+    let app = crate::helpers::spawn_app_with_brain(ScriptedBrain::with_fast(fast.clone()), |s| {
+        s.conversation.always_include_recent = 2;
+    })
+    .await;
+    let worker = app.worker("w");
+    let outbox = app.outbox();
+    // One answer that used 17 tools, then plain answers.
+    let actions = (0..17)
+        .map(|i| Action {
+            name: format!("tool{i}"),
+            detail: None,
+        })
+        .collect();
+    app.brain.then(Step::Reply(BrainReply {
+        text: "I looked it up.".into(),
+        usage: Usage {
+            prompt_tokens: 50,
+            completion_tokens: 5,
+        },
+        actions,
+    }));
+    for text in ["first question", "second", "third"] {
+        app.post_webhook(&json!({"conversation": "t", "sender": "u", "text": text}))
+            .await;
+        worker.run_once().await.unwrap();
+        outbox.run_once().await.unwrap();
+    }
+    // Six messages now; the next task has 6 candidates, 2 recent, 4 older for triage.
+    fast.answer(Ok(r#"{"relevant": [2]}"#));
+    let r = app
+        .post_webhook(&json!({"conversation": "t", "sender": "u", "text": "and now?"}))
+        .await;
+    let task_id = r.json::<Value>().await.unwrap()["task_id"]
+        .as_i64()
+        .unwrap();
+    worker.run_once().await.unwrap();
+
+    let seen = app.brain.requests().pop().unwrap();
+    let context: Vec<&str> = seen.context.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(
+        context,
+        vec![
+            "I looked it up.\n[Actions: tool0, tool1, tool2, tool3, tool4, tool5, tool6, tool7, \
+             tool8, tool9, tool10, tool11, tool12, tool13, tool14, +2 more]",
+            "third",
+            "re: third",
+        ]
+    );
+    let task = app.admin_json(&format!("/admin/tasks/{task_id}")).await["task"].clone();
+    assert_eq!(
+        task["triage_usage"],
+        json!({"prompt_tokens": 100, "completion_tokens": 7})
+    );
+    let selected = task["context"]["selected"].as_array().unwrap();
+    let reasons: Vec<&str> = selected
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, vec!["relevant", "recent", "recent"]);
+    assert_eq!(
+        task["context"]["left_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["reason"] == "dropped_by_triage")
+            .count(),
+        3
+    );
+}

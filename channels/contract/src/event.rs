@@ -41,6 +41,9 @@ pub struct InboundMessage {
     pub sender_name: Option<String>,
     pub sender_kind: SenderKind,
     pub role: Role,
+    /// Ordinary message, or the gateway's own acknowledgement/progress post.
+    #[serde(default)]
+    pub kind: MessageKind,
     pub text: String,
     pub timestamp: DateTime<Utc>,
     /// The channel message id this message replies to.
@@ -65,6 +68,26 @@ pub enum SenderKind {
     /// The gateway itself (its own posts seen again by a poller).
     SelfBot,
     System,
+}
+
+/// Acknowledgement and progress posts are kept in history but never shown as context.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    #[default]
+    Message,
+    Ack,
+    Progress,
+}
+
+impl MessageKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Message => "message",
+            MessageKind::Ack => "ack",
+            MessageKind::Progress => "progress",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

@@ -10,8 +10,8 @@ mod outbound;
 
 pub use error::{ChannelError, IntakeError};
 pub use event::{
-    Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, IntakeReceipt, Role,
-    SenderKind, SourceType,
+    Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, IntakeReceipt, MessageKind,
+    Role, SenderKind, SourceType,
 };
 pub use outbound::{Delivered, OutboundMessage};
 

@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use ctxgate_contract::{
-    Audience, EventKind, InboundEvent, InboundMessage, Intake, IntakeError, Role, SenderKind,
-    SourceType,
+    Audience, EventKind, InboundEvent, InboundMessage, Intake, IntakeError, MessageKind, Role,
+    SenderKind, SourceType,
 };
 use serde_json::json;
 
@@ -166,6 +166,7 @@ fn to_event(name: &str, endpoint: &WebhookEndpoint, p: WebhookPayload, sig: &str
         channel: crate::channel_name(name),
         conversation: p.conversation,
         kind: EventKind::Posted(InboundMessage {
+            kind: MessageKind::Message,
             channel_message_id,
             sender_id: p.sender,
             sender_name: p.sender_name,

@@ -218,7 +218,7 @@ async fn post(
         "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_name,
              sender_kind, role, kind, text, created_at, stored_at, reply_to_channel_id,
              reply_to_message_id, source_type, agent, audience, meta)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'message', ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?16, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
          ON CONFLICT (conversation_id, channel_message_id) DO NOTHING
          RETURNING id",
     )
@@ -241,6 +241,7 @@ async fn post(
     )
     .bind(audience)
     .bind(meta)
+    .bind(m.kind.as_str())
     .fetch_optional(&mut *tx)
     .await?;
     let Some(message_id) = inserted else {

@@ -1,0 +1,95 @@
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::ApiError;
+use crate::context::{Incoming, render};
+use crate::deps::Deps;
+use crate::domain::{ConversationId, MessageId};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewQuery {
+    /// The text of the hypothetical new message.
+    text: String,
+    /// The message it would reply to.
+    reply_to: Option<i64>,
+    /// Whether to run triage (an LLM call) as a real task would; default true.
+    triage: Option<bool>,
+    /// Token budget instead of the configured one.
+    budget: Option<usize>,
+}
+
+/// `GET /admin/conversations/{id}/context?text=…`: the context a new message would get now,
+/// with the reason and token count of every message considered.
+pub async fn preview(
+    State(deps): State<Deps>,
+    Path(id): Path<i64>,
+    query: Result<Query<PreviewQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query?;
+    let id = ConversationId(id);
+    let conversation = deps
+        .store
+        .get_conversation(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    let mut settings = deps.settings.conversation.clone();
+    if let Some(b) = q.budget {
+        settings.max_context_tokens = b;
+    }
+    let brain = deps
+        .brains
+        .get(deps.settings.brain_for_channel(&conversation.channel));
+    let completer = match (q.triage.unwrap_or(true), brain) {
+        (true, Some(b)) => match settings.selection_model.as_str() {
+            "fast" => b.fast(),
+            name => deps.brains.get(name).and_then(|b| b.fast()),
+        },
+        _ => None,
+    };
+    let incoming = Incoming {
+        id: None,
+        text: q.text,
+        at_ms: deps.clock.now_ms(),
+        until_ms: None,
+        reply_to: q.reply_to.map(MessageId),
+    };
+    let selection = deps
+        .context
+        .select(
+            deps.store.as_ref(),
+            &settings,
+            id,
+            &incoming,
+            completer.as_deref(),
+        )
+        .await?;
+    let selected: Vec<Value> = selection
+        .items
+        .iter()
+        .map(|i| {
+            json!({
+                "id": i.message.id,
+                "channel_message_id": i.message.channel_message_id,
+                "role": i.message.role,
+                "speaker": render::speaker(&i.message),
+                "created_at": i.message.created_at,
+                "reason": i.reason,
+                "tokens": i.tokens,
+                "text": i.text,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "conversation_id": id,
+        "selected": selected,
+        "left_out": selection.left_out,
+        "tokens": selection.tokens,
+        "budget": selection.budget,
+        "triage_usage": selection.triage_usage,
+        "notes": selection.notes,
+    })))
+}

@@ -1,0 +1,563 @@
+//! The context engine against a real SQLite store: every setting of the reference selection,
+//! fail-open triage, the budget, archive recall, and isolation between conversations.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use ctxgate::brain::{BrainError, Completer, ScriptedCompleter};
+use ctxgate::config::{ConversationSettings, StoreSettings, Tokenizer};
+use ctxgate::context::{ContextEngine, Incoming, Reason, Selection, TokenCounter};
+use ctxgate::domain::{ConversationId, MessageId, Usage};
+use ctxgate::store::sqlite::SqliteStore;
+use ctxgate::store::{Bound, MessageRecord, Store};
+use ctxgate_contract::{
+    Audience, EventKind, InboundEvent, InboundMessage, MessageKind, Role, SenderKind, SourceType,
+};
+use serde_json::Value;
+
+pub const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+const MINUTE: i64 = 60_000;
+
+/// One message of a test history.
+#[derive(Clone, Debug)]
+pub struct M {
+    pub conv: &'static str,
+    pub id: String,
+    pub role: Role,
+    pub text: String,
+    pub at: i64,
+    pub kind: MessageKind,
+    pub source: SourceType,
+    pub reply_to: Option<String>,
+    pub deleted: bool,
+}
+
+pub fn m(conv: &'static str, n: usize, role: Role, text: &str) -> M {
+    M {
+        conv,
+        id: format!("{conv}-{n}"),
+        role,
+        text: text.to_owned(),
+        at: T0 + n as i64 * MINUTE,
+        kind: MessageKind::Message,
+        source: SourceType::Webhook,
+        reply_to: None,
+        deleted: false,
+    }
+}
+
+/// A history of `n` alternating user/assistant messages in `conv`.
+pub fn chat(conv: &'static str, n: usize) -> Vec<M> {
+    (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            m(conv, i, role, &format!("{conv} message number {i}"))
+        })
+        .collect()
+}
+
+pub struct Fixture {
+    pub store: SqliteStore,
+    pub engine: ContextEngine,
+}
+
+impl Fixture {
+    pub async fn new(history: &[M]) -> Fixture {
+        let store = SqliteStore::connect(&StoreSettings {
+            url: "sqlite::memory:".into(),
+            ..StoreSettings::default()
+        })
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        let mut events = Vec::new();
+        for h in history {
+            events.push(InboundEvent {
+                channel: "test".into(),
+                conversation: h.conv.into(),
+                kind: EventKind::Posted(InboundMessage {
+                    kind: h.kind,
+                    channel_message_id: h.id.clone(),
+                    sender_id: if h.role == Role::User {
+                        "ann".into()
+                    } else {
+                        "bot".into()
+                    },
+                    sender_name: None,
+                    sender_kind: SenderKind::User,
+                    role: h.role,
+                    text: h.text.clone(),
+                    timestamp: Utc.timestamp_millis_opt(h.at).unwrap(),
+                    reply_to: h.reply_to.clone(),
+                    source_type: h.source,
+                    trigger: false,
+                    agent: None,
+                    audience: Audience::Everyone,
+                    meta: Value::Null,
+                }),
+                cursor: None,
+            });
+            if h.deleted {
+                events.push(InboundEvent {
+                    channel: "test".into(),
+                    conversation: h.conv.into(),
+                    kind: EventKind::Deleted {
+                        channel_message_id: h.id.clone(),
+                        at: Utc.timestamp_millis_opt(h.at).unwrap(),
+                    },
+                    cursor: None,
+                });
+            }
+        }
+        store.ingest_batch(&events, T0).await.unwrap();
+        let engine = ContextEngine::new(TokenCounter::new(Tokenizer::Cl100kBase).unwrap());
+        Fixture { store, engine }
+    }
+
+    pub async fn conv(&self, name: &str) -> ConversationId {
+        self.store
+            .find_conversation("test", name)
+            .await
+            .unwrap()
+            .unwrap()
+            .id
+    }
+
+    pub async fn msg(&self, conv: &str, id: &str) -> MessageRecord {
+        let c = self.conv(conv).await;
+        self.store.find_message(c, id).await.unwrap().unwrap()
+    }
+
+    /// Selects for a new message in `conv` after everything stored.
+    pub async fn select(
+        &self,
+        conv: &str,
+        text: &str,
+        reply_to: Option<MessageId>,
+        settings: &ConversationSettings,
+        completer: Option<&dyn Completer>,
+    ) -> Selection {
+        let c = self.conv(conv).await;
+        let incoming = Incoming {
+            id: None,
+            text: text.into(),
+            at_ms: T0,
+            until_ms: None,
+            reply_to,
+        };
+        self.engine
+            .select(&self.store, settings, c, &incoming, completer)
+            .await
+            .unwrap()
+    }
+}
+
+fn ids(s: &Selection) -> Vec<String> {
+    s.items
+        .iter()
+        .map(|i| i.message.channel_message_id.clone())
+        .collect()
+}
+
+fn reasons(s: &Selection) -> Vec<(String, Reason)> {
+    s.items
+        .iter()
+        .map(|i| (i.message.channel_message_id.clone(), i.reason))
+        .collect()
+}
+
+fn left(s: &Selection, reason: Reason) -> usize {
+    s.left_out.iter().filter(|l| l.reason == reason).count()
+}
+
+/// The reference defaults without ctxgate's budget and recall.
+pub fn reference() -> ConversationSettings {
+    ConversationSettings {
+        max_context_tokens: 0,
+        ..ConversationSettings::default()
+    }
+}
+
+fn names(conv: &str, range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("{conv}-{i}")).collect()
+}
+
+#[tokio::test]
+async fn without_a_completer_the_lookback_is_kept_whole_and_in_order() {
+    let f = Fixture::new(&chat("a", 40)).await;
+    let s = f.select("a", "next", None, &reference(), None).await;
+    assert_eq!(ids(&s), names("a", 15..40));
+    // The newest 5 are recent; the 20 older ones were kept because triage could not run.
+    assert!(s.items[20..].iter().all(|i| i.reason == Reason::Recent));
+    assert!(s.items[..20].iter().all(|i| i.reason == Reason::FailOpen));
+    assert!(s.notes.iter().any(|n| n.contains("no completer")));
+}
+
+#[tokio::test]
+async fn exclusions_and_briefings_added_back() {
+    let mut h = chat("a", 12);
+    h[2].deleted = true;
+    h[3].kind = MessageKind::Ack;
+    h[4].role = Role::System;
+    for (i, n) in [5usize, 6, 7, 8, 9].iter().enumerate() {
+        h[*n].role = Role::Assistant;
+        h[*n].source = if i % 2 == 0 {
+            SourceType::Briefing
+        } else {
+            SourceType::Scheduled
+        };
+    }
+    let f = Fixture::new(&h).await;
+    let settings = ConversationSettings {
+        use_selection: false,
+        ..reference()
+    };
+    let s = f
+        .select(
+            "a",
+            "tell me more about the second item",
+            None,
+            &settings,
+            None,
+        )
+        .await;
+    assert_eq!(
+        reasons(&s),
+        vec![
+            ("a-0".into(), Reason::Recent),
+            ("a-1".into(), Reason::Recent),
+            ("a-7".into(), Reason::Briefing),
+            ("a-8".into(), Reason::Briefing),
+            ("a-9".into(), Reason::Briefing),
+            ("a-10".into(), Reason::Recent),
+            ("a-11".into(), Reason::Recent),
+        ]
+    );
+    assert_eq!(left(&s, Reason::ExcludedDeleted), 1);
+    assert_eq!(left(&s, Reason::ExcludedProgress), 1);
+    assert_eq!(left(&s, Reason::ExcludedSystem), 1);
+    assert_eq!(
+        left(&s, Reason::ExcludedBackground),
+        2,
+        "only the newest 3 results come back"
+    );
+}
+
+#[tokio::test]
+async fn recency_window_is_measured_from_the_newest_candidate_with_a_floor() {
+    // 20 messages one hour apart, the last one a week ago: "now" does not matter.
+    let h: Vec<M> = (0..20)
+        .map(|i| M {
+            at: T0 + i as i64 * 3_600_000,
+            ..m("a", i, Role::User, "x")
+        })
+        .collect();
+    let f = Fixture::new(&h).await;
+    let settings = ConversationSettings {
+        context_recency_hours: 3,
+        context_min_messages: 4,
+        use_selection: false,
+        ..reference()
+    };
+    let s = f.select("a", "q", None, &settings, None).await;
+    // Within 3 h of the newest (hours 16..19) = 4 messages, the floor is also 4.
+    assert_eq!(ids(&s), names("a", 16..20));
+    assert_eq!(left(&s, Reason::DroppedByRecency), 16);
+
+    let settings = ConversationSettings {
+        context_min_messages: 8,
+        ..settings
+    };
+    let s = f.select("a", "q", None, &settings, None).await;
+    assert_eq!(ids(&s), names("a", 12..20), "the floor keeps 8");
+
+    // Not more candidates than the floor: no filtering at all.
+    let settings = ConversationSettings {
+        context_min_messages: 25,
+        ..settings
+    };
+    assert_eq!(
+        f.select("a", "q", None, &settings, None).await.items.len(),
+        20
+    );
+}
+
+#[tokio::test]
+async fn the_reply_parent_is_kept_even_far_outside_the_lookback_but_never_from_another_conversation()
+ {
+    let mut h = chat("a", 60);
+    h.extend(chat("b", 5));
+    let f = Fixture::new(&h).await;
+    let parent = f.msg("a", "a-3").await;
+    let s = f
+        .select("a", "about that", Some(parent.id), &reference(), None)
+        .await;
+    assert_eq!(s.items[0].message.channel_message_id, "a-3");
+    assert_eq!(s.items[0].reason, Reason::ReplyParent);
+    assert_eq!(s.items.len(), 26);
+
+    let foreign = f.msg("b", "b-1").await;
+    let s = f
+        .select("a", "about that", Some(foreign.id), &reference(), None)
+        .await;
+    assert!(
+        s.items
+            .iter()
+            .all(|i| i.message.conversation_id == parent.conversation_id)
+    );
+    assert_eq!(s.items.len(), 25);
+}
+
+#[tokio::test]
+async fn shortcut_cases_include_everything_without_triage() {
+    let completer = Arc::new(ScriptedCompleter::default());
+    let f = Fixture::new(&chat("a", 10)).await;
+    // Few candidates.
+    let few = Fixture::new(&chat("a", 3)).await;
+    let s = few
+        .select("a", "q", None, &reference(), Some(completer.as_ref()))
+        .await;
+    assert_eq!(s.items.len(), 3);
+    // Selection off.
+    let off = ConversationSettings {
+        use_selection: false,
+        ..reference()
+    };
+    assert_eq!(
+        f.select("a", "q", None, &off, Some(completer.as_ref()))
+            .await
+            .items
+            .len(),
+        10
+    );
+    // always_include_recent covers all candidates.
+    let wide = ConversationSettings {
+        always_include_recent: 10,
+        ..reference()
+    };
+    assert_eq!(
+        f.select("a", "q", None, &wide, Some(completer.as_ref()))
+            .await
+            .items
+            .len(),
+        10
+    );
+    assert!(
+        completer.prompts().is_empty(),
+        "no triage call in a shortcut"
+    );
+}
+
+#[tokio::test]
+async fn triage_keeps_the_chosen_older_ones_and_records_usage() {
+    let completer = Arc::new(ScriptedCompleter::default());
+    completer.answer(Ok("```json\n{\"relevant\": [2, 4, 99]}\n```"));
+    let f = Fixture::new(&chat("a", 10)).await;
+    let s = f
+        .select(
+            "a",
+            "what was message two?",
+            None,
+            &reference(),
+            Some(completer.as_ref()),
+        )
+        .await;
+    // Older = a-0..a-4 (numbered 1..5); chosen 2 and 4 = a-1, a-3; 99 is ignored.
+    assert_eq!(
+        reasons(&s),
+        vec![
+            ("a-1".into(), Reason::Relevant),
+            ("a-3".into(), Reason::Relevant),
+            ("a-5".into(), Reason::Recent),
+            ("a-6".into(), Reason::Recent),
+            ("a-7".into(), Reason::Recent),
+            ("a-8".into(), Reason::Recent),
+            ("a-9".into(), Reason::Recent),
+        ]
+    );
+    assert_eq!(left(&s, Reason::DroppedByTriage), 3);
+    assert_eq!(
+        s.triage_usage,
+        Some(Usage {
+            prompt_tokens: 100,
+            completion_tokens: 7
+        })
+    );
+    let prompt = &completer.prompts()[0];
+    assert!(
+        prompt.contains("[1] 2026-01-01 00:00 ann: a message number 0"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("[5] "));
+    assert!(!prompt.contains("[6] "), "recent ones are not triaged");
+    assert!(prompt.contains("New message: what was message two?"));
+}
+
+struct Hang;
+
+#[async_trait]
+impl Completer for Hang {
+    async fn complete(&self, _: &str) -> Result<(String, Usage), BrainError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn triage_fails_open_on_timeout_error_and_garbage() {
+    let f = Fixture::new(&chat("a", 10)).await;
+    let quick = ConversationSettings {
+        selection_timeout: Duration::from_millis(50),
+        ..reference()
+    };
+    let s = f.select("a", "q", None, &quick, Some(&Hang)).await;
+    assert_eq!(s.items.len(), 10);
+    assert!(s.notes[0].contains("timed out"), "{:?}", s.notes);
+
+    let completer = ScriptedCompleter::default();
+    completer.answer(Err(BrainError::Transient {
+        message: "503".into(),
+        retry_after: None,
+    }));
+    completer.answer(Ok("I think messages two and four."));
+    completer.answer(Ok("{\"relevant\": []}"));
+    let s = f
+        .select("a", "q", None, &reference(), Some(&completer))
+        .await;
+    assert_eq!(s.items.len(), 10);
+    assert!(s.notes[0].contains("503"));
+    let s = f
+        .select("a", "q", None, &reference(), Some(&completer))
+        .await;
+    assert_eq!(s.items.len(), 10);
+    assert!(s.items[..5].iter().all(|i| i.reason == Reason::FailOpen));
+    assert_eq!(
+        s.triage_usage.map(|u| u.completion_tokens),
+        Some(7),
+        "usage of a useless answer still counts"
+    );
+    // A usable empty answer is not a failure: only the recent ones stay.
+    let s = f
+        .select("a", "q", None, &reference(), Some(&completer))
+        .await;
+    assert_eq!(ids(&s), names("a", 5..10));
+}
+
+#[tokio::test]
+async fn assistant_text_is_truncated_to_context_truncation() {
+    let f = Fixture::new(&chat("a", 4)).await;
+    let settings = ConversationSettings {
+        context_truncation: 6,
+        ..reference()
+    };
+    let s = f.select("a", "q", None, &settings, None).await;
+    let texts: Vec<&str> = s.items.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "a message number 0",
+            "a mess…",
+            "a message number 2",
+            "a mess…"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_budget_drops_older_first_and_never_the_parent_or_the_newest() {
+    let f = Fixture::new(&chat("a", 30)).await;
+    let parent = f.msg("a", "a-0").await;
+    let one = f.engine.counter().turn("ann", "a message number 10");
+    let settings = ConversationSettings {
+        max_context_tokens: one * 8,
+        archive_recall: false,
+        ..reference()
+    };
+    let s = f.select("a", "q", Some(parent.id), &settings, None).await;
+    assert!(s.tokens <= one * 8, "{} > {}", s.tokens, one * 8);
+    let got = ids(&s);
+    assert_eq!(got[0], "a-0", "reply parent kept");
+    assert!(got.ends_with(&names("a", 25..30)), "newest kept: {got:?}");
+    // What went were the oldest fail-open ones.
+    assert!(left(&s, Reason::DroppedByBudget) >= 17);
+    assert!(!got.contains(&"a-5".to_owned()));
+
+    // A budget smaller than the protected messages keeps them anyway and says so.
+    let tiny = ConversationSettings {
+        max_context_tokens: 5,
+        ..settings
+    };
+    let s = f.select("a", "q", Some(parent.id), &tiny, None).await;
+    assert_eq!(s.items.len(), 6);
+    assert!(s.notes.iter().any(|n| n.contains("over the budget")));
+}
+
+#[tokio::test]
+async fn archive_recall_finds_old_facts_in_this_conversation_only() {
+    let mut h = chat("a", 300);
+    h[10].text = "By the way, the wifi password at the cabin is swordfish42.".into();
+    h[11].text = "Noted, I will remember the cabin wifi password.".into();
+    h[200].text = "We should repaint the cabin next summer.".into();
+    let mut other = chat("b", 20);
+    other[3].text = "The wifi password at my office is hunter2.".into();
+    h.extend(other);
+    let f = Fixture::new(&h).await;
+    let settings = ConversationSettings {
+        max_context_tokens: 2000,
+        ..reference()
+    };
+    let s = f
+        .select(
+            "a",
+            "What was the wifi password for the cabin?",
+            None,
+            &settings,
+            None,
+        )
+        .await;
+    let got = reasons(&s);
+    assert!(got.contains(&("a-10".into(), Reason::Archive)), "{got:?}");
+    assert!(
+        got.contains(&("a-11".into(), Reason::Archive)),
+        "neighbour comes along"
+    );
+    assert!(s.tokens <= 2000);
+    let a = f.conv("a").await;
+    assert!(s.items.iter().all(|i| i.message.conversation_id == a));
+    // Recall reaches only beyond the lookback and never repeats a candidate.
+    let mut seen = std::collections::HashSet::new();
+    assert!(s.items.iter().all(|i| seen.insert(i.message.id)));
+    // Chronological.
+    assert!(
+        s.items
+            .windows(2)
+            .all(|w| w[0].message.id < w[1].message.id)
+    );
+}
+
+#[tokio::test]
+async fn the_stored_message_bounds_the_context_by_arrival() {
+    let f = Fixture::new(&chat("a", 10)).await;
+    let a = f.conv("a").await;
+    let fifth = f.msg("a", "a-5").await;
+    let incoming = Incoming {
+        id: Some(fifth.id),
+        text: "q".into(),
+        at_ms: 0,
+        until_ms: Some(0),
+        reply_to: None,
+    };
+    let s = f
+        .engine
+        .select(&f.store, &reference(), a, &incoming, None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&s), names("a", 0..5));
+    let all = f.store.messages_before(a, Bound::all(), 100).await.unwrap();
+    assert_eq!(all.len(), 10);
+}
