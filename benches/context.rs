@@ -28,7 +28,9 @@ fn text(i: usize) -> String {
     let n = 8 + x % 30;
     (0..n)
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             WORDS[(x >> 33) % WORDS.len()]
         })
         .collect::<Vec<_>>()
@@ -53,10 +55,18 @@ async fn seeded(dir: &std::path::Path, n: usize) -> (SqliteStore, ConversationId
                 kind: EventKind::Posted(InboundMessage {
                     kind: MessageKind::Message,
                     channel_message_id: i.to_string(),
-                    sender_id: if i % 2 == 0 { "ann".into() } else { "bot".into() },
+                    sender_id: if i % 2 == 0 {
+                        "ann".into()
+                    } else {
+                        "bot".into()
+                    },
                     sender_name: None,
                     sender_kind: SenderKind::User,
-                    role: if i % 2 == 0 { Role::User } else { Role::Assistant },
+                    role: if i % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
                     text: text(i),
                     timestamp: Utc.timestamp_millis_opt(t0 + i as i64 * 60_000).unwrap(),
                     reply_to: None,
@@ -71,7 +81,12 @@ async fn seeded(dir: &std::path::Path, n: usize) -> (SqliteStore, ConversationId
             .collect();
         store.ingest_batch(&events, t0).await.unwrap();
     }
-    let conv = store.find_conversation("bench", "long").await.unwrap().unwrap().id;
+    let conv = store
+        .find_conversation("bench", "long")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
     (store, conv)
 }
 
@@ -113,8 +128,16 @@ fn benches(c: &mut Criterion) {
     };
     for (n, settings, label) in [
         (1_000usize, &reference, "selection, lookback 25, no triage"),
-        (10_000, &recall, "archive recall, 10,000 messages, 2,000 tokens"),
-        (100_000, &recall, "archive recall, 100,000 messages, 2,000 tokens"),
+        (
+            10_000,
+            &recall,
+            "archive recall, 10,000 messages, 2,000 tokens",
+        ),
+        (
+            100_000,
+            &recall,
+            "archive recall, 100,000 messages, 2,000 tokens",
+        ),
     ] {
         let (store, conv) = rt.block_on(seeded(dir.path(), n));
         let once = || {
@@ -127,8 +150,12 @@ fn benches(c: &mut Criterion) {
         };
         percentiles(label, &rt, once);
         c.bench_function(label, |b| {
-            b.to_async(&rt)
-                .iter(|| async { engine.select(&store, settings, conv, &incoming(), None).await.unwrap() })
+            b.to_async(&rt).iter(|| async {
+                engine
+                    .select(&store, settings, conv, &incoming(), None)
+                    .await
+                    .unwrap()
+            })
         });
     }
 }

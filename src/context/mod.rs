@@ -252,50 +252,33 @@ impl ContextEngine {
             .map(|(m, reason)| self.item(m, reason, settings))
             .collect();
         items.sort_by_key(|i| i.message.id);
-        // Budget: drop the lowest priority first, never the reply parent or the newest ones.
+        // Budget (ctxgate's own): keep the reply parent and the newest candidates, then the
+        // ones triage chose, then — ranked by relevance to the message — the unjudged older
+        // candidates and matches from the archive beyond the lookback.
         let budget = (settings.max_context_tokens > 0).then_some(settings.max_context_tokens);
         if let Some(budget) = budget {
-            let protected: HashSet<MessageId> =
-                newest_recent(&items, settings.always_include_recent)
-                    .chain(
-                        items
-                            .iter()
-                            .filter(|i| i.reason == Reason::ReplyParent)
-                            .map(|i| i.message.id),
-                    )
-                    .collect();
-            for gone in budget::fit(&mut items, budget, |i| protected.contains(&i.message.id)) {
-                left.push(Left {
-                    id: gone.message.id,
-                    reason: Reason::DroppedByBudget,
-                });
-            }
+            let recall = recall::Recall {
+                store,
+                counter: &self.counter,
+                settings,
+                conversation,
+                text: &incoming.text,
+                at_ms: incoming.at_ms,
+                bound,
+            };
+            let fitted = self
+                .fit(items, &left, oldest_in_window, &recall, settings, budget)
+                .await?;
+            items = fitted.items;
+            left.extend(fitted.dropped.into_iter().map(|id| Left {
+                id,
+                reason: Reason::DroppedByBudget,
+            }));
             let used: usize = items.iter().map(|i| i.tokens).sum();
             if used > budget {
                 notes.push(format!(
                     "the reply parent and newest messages alone need {used} tokens, over the budget of {budget}"
                 ));
-            }
-            // Archive recall fills what is left.
-            if settings.archive_recall && used < budget {
-                let taken: HashSet<MessageId> = items
-                    .iter()
-                    .map(|i| i.message.id)
-                    .chain(left.iter().map(|l| l.id))
-                    .collect();
-                let recall = recall::Recall {
-                    store,
-                    counter: &self.counter,
-                    settings,
-                    conversation,
-                    text: &incoming.text,
-                    at_ms: incoming.at_ms,
-                    until_ms: bound.until_ms,
-                    below: oldest_in_window.or(incoming.id),
-                    taken,
-                };
-                items.extend(recall.fill(budget - used).await?);
-                items.sort_by_key(|i| i.message.id);
             }
         }
         Ok(Selection {
@@ -401,6 +384,109 @@ impl ContextEngine {
             tokens,
             text,
         }
+    }
+}
+
+struct Fitted {
+    items: Vec<Item>,
+    dropped: Vec<MessageId>,
+}
+
+impl ContextEngine {
+    /// Fills `budget` tokens: protected items first (even over budget), then triage's choices in
+    /// order, then the rest of the candidates and the archive matches by relevance (newer first
+    /// among equals), then neighbours of the recalled matches while room is left.
+    async fn fit(
+        &self,
+        items: Vec<Item>,
+        left: &[Left],
+        oldest_in_window: Option<MessageId>,
+        recall: &recall::Recall<'_>,
+        settings: &ConversationSettings,
+        budget: usize,
+    ) -> StoreResult<Fitted> {
+        let protected: HashSet<MessageId> = newest_recent(&items, settings.always_include_recent)
+            .chain(
+                items
+                    .iter()
+                    .filter(|i| i.reason == Reason::ReplyParent)
+                    .map(|i| i.message.id),
+            )
+            .collect();
+        let terms = recall.terms();
+        let matches = if settings.archive_recall {
+            recall.matches(&terms).await?
+        } else {
+            Vec::new()
+        };
+        let score: std::collections::HashMap<MessageId, f64> =
+            matches.iter().map(|m| (m.message.id, m.score)).collect();
+        let mut taken: HashSet<MessageId> = items
+            .iter()
+            .map(|i| i.message.id)
+            .chain(left.iter().map(|l| l.id))
+            .collect();
+        let (keep, rest): (Vec<Item>, Vec<Item>) = items
+            .into_iter()
+            .partition(|i| protected.contains(&i.message.id));
+        let (chosen, mut pool): (Vec<Item>, Vec<Item>) =
+            rest.into_iter().partition(|i| i.reason == Reason::Relevant);
+        let window_ids: HashSet<MessageId> = pool.iter().map(|i| i.message.id).collect();
+        // Archive matches: beyond the lookback window only, never a message already decided on.
+        for m in matches {
+            let beyond = oldest_in_window.is_none_or(|o| m.message.id < o);
+            if beyond && taken.insert(m.message.id) {
+                pool.push(recall.item(m.message, &terms));
+            }
+        }
+        let rank = |i: &Item| score.get(&i.message.id).copied().unwrap_or(0.0);
+        pool.sort_by(|a, b| {
+            rank(b)
+                .total_cmp(&rank(a))
+                .then(b.message.id.cmp(&a.message.id))
+        });
+
+        let mut used: usize = keep.iter().map(|i| i.tokens).sum();
+        let mut placed = keep;
+        let mut dropped = Vec::new();
+        for item in chosen.into_iter().chain(pool) {
+            if used + item.tokens <= budget {
+                used += item.tokens;
+                placed.push(item);
+            } else if window_ids.contains(&item.message.id) || item.reason == Reason::Relevant {
+                dropped.push(item.message.id);
+            }
+        }
+        // Neighbouring turns of the recalled matches, best match first, while room is left.
+        if settings.archive_neighbours > 0 {
+            let mut recalled: Vec<(f64, MessageId)> = placed
+                .iter()
+                .filter(|i| i.reason == Reason::Archive)
+                .map(|i| (rank(i), i.message.id))
+                .collect();
+            recalled.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (_, id) in recalled {
+                if budget.saturating_sub(used) < 16 {
+                    break;
+                }
+                for n in recall.neighbours(id).await? {
+                    if taken.contains(&n.id) {
+                        continue;
+                    }
+                    let item = recall.item(n, &terms);
+                    if used + item.tokens <= budget {
+                        used += item.tokens;
+                        taken.insert(item.message.id);
+                        placed.push(item);
+                    }
+                }
+            }
+        }
+        placed.sort_by_key(|i| i.message.id);
+        Ok(Fitted {
+            items: placed,
+            dropped,
+        })
     }
 }
 

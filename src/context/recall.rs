@@ -212,37 +212,40 @@ pub struct Recall<'a> {
     /// The incoming message's text and time (unix ms).
     pub text: &'a str,
     pub at_ms: i64,
-    /// Only messages written at or before this time, when set.
-    pub until_ms: Option<i64>,
-    /// Only messages stored before this one (the oldest of the lookback window).
-    pub below: Option<MessageId>,
-    /// Messages already in the context or deliberately left out.
-    pub taken: HashSet<MessageId>,
+    /// The part of the conversation that may be recalled.
+    pub bound: Bound,
+}
+
+/// A scored full-text match.
+pub struct Match {
+    pub score: f64,
+    pub message: MessageRecord,
 }
 
 impl Recall<'_> {
-    /// The archive items that fit in `budget` tokens, best first.
-    pub async fn fill(mut self, budget: usize) -> StoreResult<Vec<Item>> {
-        let terms = terms(self.text);
-        let Some(query) = fts_query(&terms) else {
+    /// The query's search terms.
+    pub fn terms(&self) -> Vec<String> {
+        terms(self.text)
+    }
+
+    /// Full-text matches in the conversation, best first: BM25 from the store's index, doubled
+    /// for messages from the time the text asks about, raised when the text names the speaker.
+    pub async fn matches(&self, terms: &[String]) -> StoreResult<Vec<Match>> {
+        let Some(query) = fts_query(terms) else {
             return Ok(Vec::new());
-        };
-        let bound = Bound {
-            before: self.below,
-            until_ms: self.until_ms,
         };
         let hits = self
             .store
             .archive_search(
                 self.conversation,
                 &query,
-                bound,
+                self.bound,
                 self.settings.archive_candidates,
             )
             .await?;
         let window = dates::window(self.text, self.at_ms);
         let lower_text = self.text.to_lowercase();
-        let mut scored: Vec<(f64, MessageRecord)> = hits
+        let mut scored: Vec<Match> = hits
             .into_iter()
             .filter(|h| eligible(&h.message))
             .map(|h| {
@@ -257,46 +260,31 @@ impl Recall<'_> {
                 if speaker.len() >= 3 && lower_text.contains(&speaker) {
                     score *= 1.2;
                 }
-                (score, m)
+                Match { score, message: m }
             })
             .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-
-        let mut left = budget;
-        let mut out = Vec::new();
-        for (_, hit) in scored {
-            if left < 16 {
-                break;
-            }
-            let mut group = vec![hit.clone()];
-            if self.settings.archive_neighbours > 0 {
-                let near = self
-                    .store
-                    .neighbours(self.conversation, hit.id, self.settings.archive_neighbours)
-                    .await?;
-                group.extend(near.into_iter().filter(|n| {
-                    eligible(n)
-                        && self.below.is_none_or(|b| n.id < b)
-                        && self.until_ms.is_none_or(|u| n.created_at <= u)
-                }));
-            }
-            // The match first: when the budget is tight it matters more than its neighbours.
-            for m in group {
-                if self.taken.contains(&m.id) {
-                    continue;
-                }
-                let item = self.item(m, &terms);
-                if item.tokens <= left {
-                    left -= item.tokens;
-                    self.taken.insert(item.message.id);
-                    out.push(item);
-                }
-            }
-        }
-        Ok(out)
+        scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Ok(scored)
     }
 
-    fn item(&self, m: MessageRecord, terms: &[String]) -> Item {
+    /// The turns around `id` that may join it (eligible, within the recall bound).
+    pub async fn neighbours(&self, id: MessageId) -> StoreResult<Vec<MessageRecord>> {
+        let near = self
+            .store
+            .neighbours(self.conversation, id, self.settings.archive_neighbours)
+            .await?;
+        Ok(near
+            .into_iter()
+            .filter(|n| {
+                eligible(n)
+                    && self.bound.before.is_none_or(|b| n.id < b)
+                    && self.bound.until_ms.is_none_or(|u| n.created_at <= u)
+            })
+            .collect())
+    }
+
+    /// An archive message as a context item, cut to a snippet around the match when long.
+    pub fn item(&self, m: MessageRecord, terms: &[String]) -> Item {
         let speaker = render::speaker(&m);
         let full = render::text(&m, self.settings.context_truncation);
         let max = self.settings.archive_snippet_tokens;

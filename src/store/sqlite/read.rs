@@ -107,12 +107,18 @@ impl SqliteStore {
     ) -> StoreResult<Vec<ArchiveHit>> {
         // The conversation's own token first, so FTS intersects inside the index.
         let query = format!("conv:c{} AND ({fts_query})", conversation.0);
+        // The full-text index drives (MATERIALIZED): joined the other way round, SQLite may
+        // probe the index once per message of the conversation.
         let rows = sqlx::query(
-            "SELECT m.*, -bm25(messages_fts, 0.0, 1.0) AS score
-             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-             WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND m.id < ?3
-               AND m.created_at <= ?4
-             ORDER BY bm25(messages_fts, 0.0, 1.0) LIMIT ?5",
+            "WITH hits AS MATERIALIZED (
+                 SELECT rowid AS id, -bm25(messages_fts, 0.0, 1.0) AS score
+                 FROM messages_fts
+                 WHERE messages_fts MATCH ?1 AND rowid < ?3
+                 ORDER BY bm25(messages_fts, 0.0, 1.0)
+                 LIMIT ?5)
+             SELECT m.*, hits.score AS score FROM hits JOIN messages m ON m.id = hits.id
+             WHERE m.conversation_id = ?2 AND m.created_at <= ?4
+             ORDER BY hits.score DESC",
         )
         .bind(query)
         .bind(conversation.0)
