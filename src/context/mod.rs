@@ -14,6 +14,9 @@ pub mod render;
 pub mod triage;
 
 use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
 
 use chrono::{TimeZone, Utc};
 use serde::Serialize;
@@ -238,10 +241,35 @@ impl ContextEngine {
             candidates.retain(|c| c.id != p.id);
             left.retain(|l| l.id != p.id);
         }
-        // 4–6. Shortcut, guaranteed recent, triage.
-        let chosen = self
-            .choose(settings, candidates, &briefings, incoming, completer)
-            .await;
+        // 4–6. Shortcut, guaranteed recent, triage. Should the selection itself fail (a bug),
+        // fall back to the guaranteed recent ones only.
+        let recent_only: Vec<MessageRecord> = candidates
+            .iter()
+            .rev()
+            .take(settings.always_include_recent)
+            .rev()
+            .cloned()
+            .collect();
+        let chosen = match AssertUnwindSafe(
+            self.choose(settings, candidates, &briefings, incoming, completer),
+        )
+        .catch_unwind()
+        .await
+        {
+            Ok(chosen) => chosen,
+            Err(_) => {
+                tracing::error!("context selection failed; using the newest messages only");
+                Chosen {
+                    kept: recent_only
+                        .into_iter()
+                        .map(|m| (m, Reason::Recent))
+                        .collect(),
+                    left: Vec::new(),
+                    triage_usage: None,
+                    notes: vec!["selection failed; fell back to the newest messages".into()],
+                }
+            }
+        };
         left.extend(chosen.left);
         let mut notes = chosen.notes;
         // 7. Assemble chronologically.

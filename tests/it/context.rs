@@ -561,3 +561,21 @@ async fn the_stored_message_bounds_the_context_by_arrival() {
     let all = f.store.messages_before(a, Bound::all(), 100).await.unwrap();
     assert_eq!(all.len(), 10);
 }
+
+struct Panics;
+
+#[async_trait]
+impl Completer for Panics {
+    async fn complete(&self, _: &str) -> Result<(String, Usage), BrainError> {
+        panic!("a bug inside selection")
+    }
+}
+
+#[tokio::test]
+async fn a_fault_inside_selection_falls_back_to_the_guaranteed_recent() {
+    let f = Fixture::new(&chat("a", 12)).await;
+    let s = f.select("a", "q", None, &reference(), Some(&Panics)).await;
+    assert_eq!(ids(&s), names("a", 7..12));
+    assert!(s.items.iter().all(|i| i.reason == Reason::Recent));
+    assert!(s.notes[0].contains("fell back"));
+}

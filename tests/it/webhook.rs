@@ -239,6 +239,10 @@ async fn invalid_bodies_get_clear_errors() {
         .post_webhook(&json!({"conversation": "c", "sender": "u", "text": huge}))
         .await;
     assert_eq!(r.status(), 413);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "body_too_large"
+    );
 
     let r = app
         .http

@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -76,8 +77,22 @@ async fn receive(
     State(receiver): State<WebhookReceiver>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                e.status(),
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    "body_too_large"
+                } else {
+                    "unreadable_body"
+                },
+                e.body_text(),
+            );
+        }
+    };
     let inner = &receiver.inner;
     let Some(endpoint) = inner.endpoints.get(&name) else {
         return error(
