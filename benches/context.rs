@@ -16,22 +16,22 @@ use ctxgate::store::sqlite::SqliteStore;
 use ctxgate_contract::*;
 use hdrhistogram::Histogram;
 
-const WORDS: &[&str] = &[
-    "meeting", "budget", "release", "garden", "recipe", "flight", "invoice", "server", "deploy",
-    "holiday", "doctor", "concert", "bicycle", "kitchen", "printer", "contract", "weekend",
-    "project", "report", "coffee", "train", "museum", "dentist", "laptop", "birthday", "tennis",
-    "library", "weather", "market", "window", "painting", "salary", "school", "hotel", "pizza",
-];
-
+/// Message text with a Zipf-like vocabulary of 5,000 words (`t0` most common), so a word's
+/// rank sets how many messages contain it, as in real conversation.
 fn text(i: usize) -> String {
-    let mut x = i.wrapping_mul(2654435761);
-    let n = 8 + x % 30;
+    let mut x = (i as u64).wrapping_mul(2654435761).wrapping_add(1);
+    let mut next = || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 11) as f64) / ((1u64 << 53) as f64)
+    };
+    let n = 8 + (next() * 30.0) as usize;
     (0..n)
         .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            WORDS[(x >> 33) % WORDS.len()]
+            // Inverse CDF of a Zipf(1) over 5,000 ranks: rank = 5000^u - 1.
+            let rank = (5000f64.powf(next()) - 1.0) as usize;
+            format!("t{rank}")
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -93,7 +93,8 @@ async fn seeded(dir: &std::path::Path, n: usize) -> (SqliteStore, ConversationId
 fn incoming() -> Incoming {
     Incoming {
         id: None,
-        text: "what did we say about the dentist and the invoice for the printer?".into(),
+        // Words of middling rarity (ranks 40, 300 and 1,200), plus stopwords.
+        text: "what did we say about t40 and the t300 for the t1200?".into(),
         at_ms: i64::MAX / 2,
         until_ms: None,
         reply_to: None,

@@ -420,6 +420,15 @@ struct Fitted {
     dropped: Vec<MessageId>,
 }
 
+/// Below this many free tokens no archive message is worth rendering.
+const MIN_ROOM: usize = 16;
+
+/// A message waiting for its place in the budget.
+enum Entry {
+    Ready(Item),
+    Archive(MessageRecord),
+}
+
 impl ContextEngine {
     /// Fills `budget` tokens: protected items first (even over budget), then triage's choices in
     /// order, then the rest of the candidates and the archive matches by relevance (newer first
@@ -457,27 +466,41 @@ impl ContextEngine {
         let (keep, rest): (Vec<Item>, Vec<Item>) = items
             .into_iter()
             .partition(|i| protected.contains(&i.message.id));
-        let (chosen, mut pool): (Vec<Item>, Vec<Item>) =
+        let (chosen, pool): (Vec<Item>, Vec<Item>) =
             rest.into_iter().partition(|i| i.reason == Reason::Relevant);
         let window_ids: HashSet<MessageId> = pool.iter().map(|i| i.message.id).collect();
         // Archive matches: beyond the lookback window only, never a message already decided on.
+        // They are rendered (and their tokens counted) only when their turn to be placed comes.
+        let mut entries: Vec<(f64, MessageId, Entry)> = pool
+            .into_iter()
+            .map(|i| {
+                let s = score.get(&i.message.id).copied().unwrap_or(0.0);
+                (s, i.message.id, Entry::Ready(i))
+            })
+            .collect();
         for m in matches {
             let beyond = oldest_in_window.is_none_or(|o| m.message.id < o);
             if beyond && taken.insert(m.message.id) {
-                pool.push(recall.item(m.message, &terms));
+                entries.push((m.score, m.message.id, Entry::Archive(m.message)));
             }
         }
+        entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         let rank = |i: &Item| score.get(&i.message.id).copied().unwrap_or(0.0);
-        pool.sort_by(|a, b| {
-            rank(b)
-                .total_cmp(&rank(a))
-                .then(b.message.id.cmp(&a.message.id))
-        });
 
         let mut used: usize = keep.iter().map(|i| i.tokens).sum();
         let mut placed = keep;
         let mut dropped = Vec::new();
-        for item in chosen.into_iter().chain(pool) {
+        let ordered = chosen
+            .into_iter()
+            .map(Entry::Ready)
+            .chain(entries.into_iter().map(|(_, _, e)| e));
+        for entry in ordered {
+            let item = match entry {
+                Entry::Ready(item) => item,
+                // Not worth rendering once the budget is as good as full.
+                Entry::Archive(_) if budget.saturating_sub(used) < MIN_ROOM => continue,
+                Entry::Archive(m) => recall.item(m, &terms),
+            };
             if used + item.tokens <= budget {
                 used += item.tokens;
                 placed.push(item);
@@ -494,7 +517,7 @@ impl ContextEngine {
                 .collect();
             recalled.sort_by(|a, b| b.0.total_cmp(&a.0));
             for (_, id) in recalled {
-                if budget.saturating_sub(used) < 16 {
+                if budget.saturating_sub(used) < MIN_ROOM {
                     break;
                 }
                 for n in recall.neighbours(id).await? {
