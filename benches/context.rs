@@ -98,6 +98,7 @@ fn incoming() -> Incoming {
         at_ms: i64::MAX / 2,
         until_ms: None,
         reply_to: None,
+        resume: None,
     }
 }
 

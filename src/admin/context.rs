@@ -56,6 +56,7 @@ pub async fn preview(
         at_ms: deps.clock.now_ms(),
         until_ms: None,
         reply_to: q.reply_to.map(MessageId),
+        resume: None,
     };
     let selection = deps
         .context

@@ -18,6 +18,7 @@ impl Brain for EchoBrain {
             ),
             usage: Usage::default(),
             actions: Vec::new(),
+            session: None,
         })
     }
 }

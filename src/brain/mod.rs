@@ -33,15 +33,26 @@ pub struct BrainRequest {
     pub task_id: i64,
     pub conversation_id: i64,
     pub system: String,
+    /// Set when the brain's own session could not be resumed and the context was rebuilt from
+    /// the store; brains put it before the context.
+    pub restored_notice: Option<String>,
     pub context: Vec<Turn>,
     pub message: Turn,
+    /// The brain's own session to resume (brains that keep sessions only).
+    pub session: Option<String>,
 }
+
+/// What a brain that lost its session is told before the history from the store.
+pub const RESTORED_NOTICE: &str = "[The previous session could not be resumed. The conversation \
+    so far was restored from the gateway's history below.]";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrainReply {
     pub text: String,
     pub usage: Usage,
     pub actions: Vec<Action>,
+    /// The session to resume next time (brains that keep sessions only).
+    pub session: Option<String>,
 }
 
 /// What went wrong, phrased as what the worker should do.
@@ -58,11 +69,15 @@ pub enum BrainError {
     Permanent(String),
     #[error("the brain did not answer within {0:?}")]
     Timeout(Duration),
+    /// The session asked for could not be resumed; the caller should start a new one with the
+    /// history restored from the store.
+    #[error("the brain could not resume session {0:?}")]
+    SessionLost(String),
 }
 
 impl BrainError {
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, BrainError::Permanent(_))
+        !matches!(self, BrainError::Permanent(_) | BrainError::SessionLost(_))
     }
 
     pub fn retry_after(&self) -> Option<Duration> {
@@ -76,6 +91,12 @@ impl BrainError {
 #[async_trait]
 pub trait Brain: Send + Sync {
     async fn complete(&self, request: &BrainRequest) -> Result<BrainReply, BrainError>;
+
+    /// Whether the brain keeps its own conversation state between calls (a CLI agent resumed by
+    /// session id). Such brains are given only what is new since their last call.
+    fn keeps_sessions(&self) -> bool {
+        false
+    }
 
     /// The small, fast model used for context triage, if this brain has one.
     fn fast(&self) -> Option<Arc<dyn Completer>> {

@@ -23,6 +23,7 @@ pub struct ScriptedBrain {
     seen: Arc<Mutex<Vec<BrainRequest>>>,
     calls: Arc<tokio::sync::watch::Sender<usize>>,
     fast: Option<Arc<ScriptedCompleter>>,
+    sessions: bool,
 }
 
 /// A scripted fast completer: answers from a queue (then fails), records prompts.
@@ -84,6 +85,7 @@ impl Default for ScriptedBrain {
             seen: Arc::default(),
             calls: Arc::new(tokio::sync::watch::Sender::new(0)),
             fast: None,
+            sessions: false,
         }
     }
 }
@@ -91,6 +93,14 @@ impl Default for ScriptedBrain {
 impl ScriptedBrain {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A scripted brain that keeps sessions (like a CLI agent resumed by id).
+    pub fn with_sessions() -> Self {
+        Self {
+            sessions: true,
+            ..Self::default()
+        }
     }
 
     /// A scripted brain with a scripted fast completer for triage.
@@ -117,6 +127,7 @@ impl ScriptedBrain {
                 completion_tokens: 5,
             },
             actions: Vec::new(),
+            session: None,
         }))
     }
 
@@ -134,6 +145,10 @@ impl ScriptedBrain {
 
 #[async_trait]
 impl Brain for ScriptedBrain {
+    fn keeps_sessions(&self) -> bool {
+        self.sessions
+    }
+
     fn fast(&self) -> Option<Arc<dyn Completer>> {
         self.fast.clone().map(|f| f as Arc<dyn Completer>)
     }
@@ -160,6 +175,7 @@ impl Brain for ScriptedBrain {
                     completion_tokens: 1,
                 },
                 actions: Vec::new(),
+                session: None,
             }),
         }
     }

@@ -66,6 +66,24 @@ pub struct Incoming {
     /// (`None`: everything stored). A stored message is bounded by its arrival instead.
     pub until_ms: Option<i64>,
     pub reply_to: Option<MessageId>,
+    /// For a brain that keeps its own session: what that session was already given.
+    pub resume: Option<Resume>,
+}
+
+/// A resumed brain session holds everything up to `after`, and its own answers.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub after: MessageId,
+    pub agent: String,
+}
+
+impl Resume {
+    /// Whether the session already has `m`.
+    fn has(&self, m: &MessageRecord) -> bool {
+        m.id <= self.after
+            || (m.role == ctxgate_contract::Role::Assistant
+                && m.agent.as_deref() == Some(self.agent.as_str()))
+    }
 }
 
 /// One message in the context.
@@ -203,7 +221,8 @@ impl ContextEngine {
         let oldest_in_window = window.first().map(|m| m.id);
         let mut left = Vec::new();
         let mut candidates = Vec::new();
-        for m in window {
+        let new_to_session = |m: &MessageRecord| incoming.resume.as_ref().is_none_or(|r| !r.has(m));
+        for m in window.into_iter().filter(|m| new_to_session(m)) {
             match candidates::exclusion(&m) {
                 Some(reason) => left.push(Left { id: m.id, reason }),
                 None => candidates.push(m),
@@ -215,6 +234,9 @@ impl ContextEngine {
                 .background_results(conversation, bound, settings.previous_tasks_count)
                 .await?
             {
+                if !new_to_session(&b) {
+                    continue;
+                }
                 left.retain(|l| l.id != b.id);
                 briefings.insert(b.id);
                 candidates.push(b);
@@ -231,10 +253,9 @@ impl ContextEngine {
         }
         // 3. Reply parent, from anywhere in this conversation.
         let parent = match incoming.reply_to {
-            Some(id) => store
-                .get_message(id)
-                .await?
-                .filter(|p| p.conversation_id == conversation && p.deleted_at.is_none()),
+            Some(id) => store.get_message(id).await?.filter(|p| {
+                p.conversation_id == conversation && p.deleted_at.is_none() && new_to_session(p)
+            }),
             None => None,
         };
         if let Some(p) = &parent {
@@ -294,8 +315,17 @@ impl ContextEngine {
                 at_ms: incoming.at_ms,
                 bound,
             };
+            // A resumed session has the archive already: no recall then.
+            let recall_on = settings.archive_recall && incoming.resume.is_none();
             let fitted = self
-                .fit(items, &left, oldest_in_window, &recall, settings, budget)
+                .fit(
+                    items,
+                    &left,
+                    oldest_in_window,
+                    recall_on.then_some(&recall),
+                    settings,
+                    budget,
+                )
                 .await?;
             items = fitted.items;
             left.extend(fitted.dropped.into_iter().map(|id| Left {
@@ -438,7 +468,7 @@ impl ContextEngine {
         items: Vec<Item>,
         left: &[Left],
         oldest_in_window: Option<MessageId>,
-        recall: &recall::Recall<'_>,
+        recall: Option<&recall::Recall<'_>>,
         settings: &ConversationSettings,
         budget: usize,
     ) -> StoreResult<Fitted> {
@@ -450,11 +480,10 @@ impl ContextEngine {
                     .map(|i| i.message.id),
             )
             .collect();
-        let terms = recall.terms();
-        let matches = if settings.archive_recall {
-            recall.matches(&terms).await?
-        } else {
-            Vec::new()
+        let terms = recall.map(|r| r.terms()).unwrap_or_default();
+        let matches = match recall {
+            Some(r) => r.matches(&terms).await?,
+            None => Vec::new(),
         };
         let score: std::collections::HashMap<MessageId, f64> =
             matches.iter().map(|m| (m.message.id, m.score)).collect();
@@ -499,7 +528,10 @@ impl ContextEngine {
                 Entry::Ready(item) => item,
                 // Not worth rendering once the budget is as good as full.
                 Entry::Archive(_) if budget.saturating_sub(used) < MIN_ROOM => continue,
-                Entry::Archive(m) => recall.item(m, &terms),
+                Entry::Archive(m) => match recall {
+                    Some(r) => r.item(m, &terms),
+                    None => continue,
+                },
             };
             if used + item.tokens <= budget {
                 used += item.tokens;
@@ -509,7 +541,7 @@ impl ContextEngine {
             }
         }
         // Neighbouring turns of the recalled matches, best match first, while room is left.
-        if settings.archive_neighbours > 0 {
+        if let Some(recall) = recall.filter(|_| settings.archive_neighbours > 0) {
             let mut recalled: Vec<(f64, MessageId)> = placed
                 .iter()
                 .filter(|i| i.reason == Reason::Archive)

@@ -170,6 +170,7 @@ pub async fn run(
                     at_ms,
                     until_ms,
                     reply_to,
+                    resume: None,
                 };
                 engine
                     .select(&store, &conversation, c.id, &incoming, None)

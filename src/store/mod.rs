@@ -85,6 +85,13 @@ pub trait Store: Send + Sync + 'static {
     async fn release_task(&self, id: TaskId, worker: &str, now: i64) -> StoreResult<bool>;
 
     async fn get_task(&self, id: TaskId) -> StoreResult<Option<TaskRecord>>;
+
+    /// The brain session of a conversation's agent, if one is remembered.
+    async fn get_session(
+        &self,
+        conversation: ConversationId,
+        agent: &str,
+    ) -> StoreResult<Option<SessionRecord>>;
     async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>>;
     async fn task_attempts(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>>;
 

@@ -62,6 +62,19 @@ pub struct Completion {
     pub triage_usage: Option<Usage>,
     pub context: serde_json::Value,
     pub delivery: Option<NewDelivery>,
+    /// The brain session to remember for the task's conversation and agent.
+    pub session: Option<SessionRecord>,
+}
+
+/// A brain's own session for one conversation and agent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRecord {
+    pub conversation_id: ConversationId,
+    pub agent: String,
+    pub brain: String,
+    pub session_id: String,
+    /// The newest message the session has been given.
+    pub last_injected: MessageId,
 }
 
 #[derive(Debug, Clone)]

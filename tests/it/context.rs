@@ -150,6 +150,7 @@ impl Fixture {
             at_ms: T0,
             until_ms: None,
             reply_to,
+            resume: None,
         };
         self.engine
             .select(&self.store, settings, c, &incoming, completer)
@@ -551,6 +552,7 @@ async fn the_stored_message_bounds_the_context_by_arrival() {
         at_ms: 0,
         until_ms: Some(0),
         reply_to: None,
+        resume: None,
     };
     let s = f
         .engine

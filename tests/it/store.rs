@@ -218,6 +218,7 @@ async fn tasks_of_one_conversation_run_one_at_a_time_in_order() {
         triage_usage: None,
         context: json!({}),
         delivery: None,
+        session: None,
     };
     assert!(store.complete_task(&done, NOW + 1).await.unwrap());
     let third = store

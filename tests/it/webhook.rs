@@ -322,6 +322,7 @@ async fn triage_actions_and_the_explanation_reach_the_task() {
             completion_tokens: 5,
         },
         actions,
+        session: None,
     }));
     for text in ["first question", "second", "third"] {
         app.post_webhook(&json!({"conversation": "t", "sender": "u", "text": text}))

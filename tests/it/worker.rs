@@ -74,6 +74,7 @@ async fn a_worker_killed_mid_task_leads_to_one_answer_not_two() {
         triage_usage: None,
         context: json!({}),
         delivery: None,
+        session: None,
     };
     assert!(
         !app.deps
@@ -231,4 +232,91 @@ async fn shutdown_hands_a_running_task_back_after_the_grace_period() {
     assert_eq!(t.status, TaskStatus::Pending);
     assert_eq!(t.attempts, 0, "an interrupted attempt does not count");
     assert_eq!(t.lease_owner, None);
+}
+
+#[tokio::test]
+async fn a_session_keeping_brain_is_resumed_with_only_what_is_new_or_restored_with_a_notice() {
+    use ctxgate::brain::{BrainReply, RESTORED_NOTICE, ScriptedBrain};
+
+    let reply = |text: &str, session: &str| {
+        Step::Reply(BrainReply {
+            text: text.into(),
+            usage: Usage::default(),
+            actions: vec![],
+            session: Some(session.into()),
+        })
+    };
+    let brain = ScriptedBrain::with_sessions();
+    brain
+        .then(reply("hello Ann", "s-1"))
+        .then(reply("sure", "s-1"))
+        .then(Step::Fail(BrainError::SessionLost("expired".into())))
+        .then(reply("welcome back", "s-2"));
+    let app = crate::helpers::spawn_app_with_brain(brain.clone(), |_| {}).await;
+    let w = app.worker("w");
+    let outbox = app.outbox();
+    let say = |text: &str, trigger: bool| json!({"conversation": "s", "sender": "ann", "text": text, "trigger": trigger});
+
+    // 1. No session yet: a new one with the (empty) context.
+    let t1 = submit(&app, say("I am Ann", true)).await;
+    w.run_once().await.unwrap();
+    outbox.run_once().await.unwrap();
+    let first = &brain.requests()[0];
+    assert_eq!(first.session, None);
+    assert_eq!(first.restored_notice, None);
+    let task = app.deps.store.get_task(t1).await.unwrap().unwrap();
+    assert_eq!(task.context.unwrap()["session"], "new");
+
+    // A message that asks nothing, then a question: the resumed session gets only the former.
+    let r = app
+        .post_webhook(&say("by the way, I moved to Lyon", false))
+        .await;
+    assert_eq!(r.status(), 202);
+    let t2 = submit(&app, say("can you remember that?", true)).await;
+    w.run_once().await.unwrap();
+    outbox.run_once().await.unwrap();
+    let second = &brain.requests()[1];
+    assert_eq!(second.session.as_deref(), Some("s-1"));
+    let texts: Vec<&str> = second.context.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(texts, vec!["by the way, I moved to Lyon"]);
+    let task = app.deps.store.get_task(t2).await.unwrap().unwrap();
+    assert_eq!(task.context.unwrap()["session"], "resumed");
+
+    // 3. The session is gone: a new one gets the whole history and the notice.
+    let t3 = submit(&app, say("where do I live?", true)).await;
+    assert_eq!(
+        w.run_once().await.unwrap(),
+        RunOnce::Processed {
+            task: t3,
+            outcome: Outcome::Completed
+        }
+    );
+    let requests = brain.requests();
+    assert_eq!(requests[2].session.as_deref(), Some("s-1"));
+    let restored = &requests[3];
+    assert_eq!(restored.session, None);
+    assert_eq!(restored.restored_notice.as_deref(), Some(RESTORED_NOTICE));
+    let texts: Vec<&str> = restored.context.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "I am Ann",
+            "hello Ann",
+            "by the way, I moved to Lyon",
+            "can you remember that?",
+            "sure"
+        ]
+    );
+    let task = app.deps.store.get_task(t3).await.unwrap().unwrap();
+    assert_eq!(task.context.unwrap()["session"], "restored");
+    let conv = task.conversation_id;
+    let saved = app
+        .deps
+        .store
+        .get_session(conv, "default")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(saved.session_id, "s-2");
+    assert_eq!(Some(saved.last_injected), task.message_id);
 }

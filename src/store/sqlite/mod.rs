@@ -170,6 +170,14 @@ impl Store for SqliteStore {
         self.task_by_id(id).await
     }
 
+    async fn get_session(
+        &self,
+        conversation: ConversationId,
+        agent: &str,
+    ) -> StoreResult<Option<SessionRecord>> {
+        self.session_of(conversation, agent).await
+    }
+
     async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>> {
         self.tasks_filtered(filter).await
     }

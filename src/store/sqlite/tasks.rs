@@ -1,8 +1,10 @@
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::{SqliteStore, rows};
-use crate::domain::TaskId;
-use crate::store::{AttemptRecord, Completion, StoreError, StoreResult, TaskFilter, TaskRecord};
+use crate::domain::{ConversationId, MessageId, TaskId};
+use crate::store::{
+    AttemptRecord, Completion, SessionRecord, StoreError, StoreResult, TaskFilter, TaskRecord,
+};
 
 impl SqliteStore {
     pub(super) async fn claim_task_tx(
@@ -126,6 +128,25 @@ impl SqliteStore {
             return Ok(false);
         }
         finish_attempt(&mut tx, done.task_id, now, "completed", None).await?;
+        if let Some(s) = &done.session {
+            sqlx::query(
+                "INSERT INTO brain_sessions (conversation_id, agent, brain, session_id,
+                     last_injected_message_id, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (conversation_id, agent) DO UPDATE SET brain = excluded.brain,
+                     session_id = excluded.session_id,
+                     last_injected_message_id = excluded.last_injected_message_id,
+                     updated_at = excluded.updated_at",
+            )
+            .bind(s.conversation_id.0)
+            .bind(&s.agent)
+            .bind(&s.brain)
+            .bind(&s.session_id)
+            .bind(s.last_injected.0)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
         if let Some(d) = &done.delivery {
             sqlx::query(
                 "INSERT INTO outbox (task_id, conversation_id, channel, idempotency_key, kind, text,
@@ -210,6 +231,30 @@ impl SqliteStore {
             .await?;
         tx.commit().await?;
         Ok(true)
+    }
+
+    pub(super) async fn session_of(
+        &self,
+        conversation: ConversationId,
+        agent: &str,
+    ) -> StoreResult<Option<SessionRecord>> {
+        let row =
+            sqlx::query("SELECT * FROM brain_sessions WHERE conversation_id = ?1 AND agent = ?2")
+                .bind(conversation.0)
+                .bind(agent)
+                .fetch_optional(&self.read)
+                .await?;
+        row.map(|r| {
+            use sqlx::Row;
+            Ok(SessionRecord {
+                conversation_id: conversation,
+                agent: r.try_get("agent")?,
+                brain: r.try_get("brain")?,
+                session_id: r.try_get("session_id")?,
+                last_injected: MessageId(r.try_get("last_injected_message_id")?),
+            })
+        })
+        .transpose()
     }
 
     pub(super) async fn task_by_id(&self, id: TaskId) -> StoreResult<Option<TaskRecord>> {

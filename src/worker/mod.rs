@@ -1,15 +1,14 @@
-//! The worker: claims due tasks (lease + heartbeat, one running task per conversation), builds the
-//! prompt, calls the brain, and completes the task together with its outbox entry.
+//! The worker: claims due tasks (lease + heartbeat, one running task per conversation), has the
+//! answer built (`answer.rs`), and completes the task together with its outbox entry.
+
+mod answer;
 
 use std::time::Duration;
 
-use std::sync::Arc;
-
-use crate::brain::{Brain, BrainError, BrainReply, BrainRequest, Completer};
-use crate::context::{self, Incoming};
+use crate::brain::{BrainError, BrainReply, BrainRequest};
 use crate::deps::Deps;
 use crate::domain::{TaskId, Usage};
-use crate::store::{Completion, NewDelivery, StoreError, TaskRecord};
+use crate::store::{Completion, NewDelivery, SessionRecord, StoreError, TaskRecord};
 
 /// What one `run_once` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +149,7 @@ impl Worker {
                     triage_usage: completion_ctx.triage_usage,
                     context: completion_ctx.context,
                     delivery: completion_ctx.delivery,
+                    session: completion_ctx.session,
                 };
                 if self.deps.store.complete_task(&done, now).await? {
                     self.deps.delivery_ready.notify_one();
@@ -213,76 +213,6 @@ impl Worker {
         }
     }
 
-    async fn answer(&self, task: &TaskRecord) -> Result<(BrainReply, Prepared), AttemptError> {
-        let store = self.deps.store.as_ref();
-        let message_id = task
-            .message_id
-            .ok_or_else(|| AttemptError::Permanent("the task has no trigger message".into()))?;
-        let trigger = store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| AttemptError::Permanent("the trigger message is gone".into()))?;
-        let conversation = store
-            .get_conversation(task.conversation_id)
-            .await?
-            .ok_or_else(|| AttemptError::Permanent("the conversation is gone".into()))?;
-        let brain_settings = self.deps.settings.brains.get(&task.brain);
-        let brain = self.deps.brains.get(&task.brain).ok_or_else(|| {
-            AttemptError::Permanent(format!("no brain named {:?} is configured", task.brain))
-        })?;
-        let completer = self.triage_completer(brain.as_ref());
-        let incoming = Incoming {
-            id: Some(trigger.id),
-            text: trigger.text.clone(),
-            at_ms: trigger.created_at,
-            until_ms: None,
-            reply_to: trigger.reply_to_message_id,
-        };
-        let selection = self
-            .deps
-            .context
-            .select(
-                store,
-                &self.deps.settings.conversation,
-                task.conversation_id,
-                &incoming,
-                completer.as_deref(),
-            )
-            .await?;
-        let request = BrainRequest {
-            task_id: task.id.0,
-            conversation_id: task.conversation_id.0,
-            system: brain_settings
-                .map(|b| b.system_prompt.clone())
-                .unwrap_or_default(),
-            context: selection.turns(),
-            message: context::turn_of(&trigger),
-        };
-        let reply = self.call_brain(brain.as_ref(), &request).await?;
-        let prepared = Prepared {
-            context: selection.explain(),
-            triage_usage: selection.triage_usage,
-            delivery: Some(NewDelivery {
-                channel: conversation.channel,
-                idempotency_key: format!("ctxgate:task:{}:result", task.id),
-                kind: "result".to_owned(),
-                text: reply.text.clone(),
-                reply_to: Some(trigger.channel_message_id),
-                meta: trigger.meta,
-            }),
-        };
-        Ok((reply, prepared))
-    }
-
-    /// The completer triage uses: `selection_model = "fast"` is the task brain's fast
-    /// completer; another value names a configured brain whose fast completer is used.
-    fn triage_completer(&self, brain: &dyn Brain) -> Option<Arc<dyn Completer>> {
-        match self.deps.settings.conversation.selection_model.as_str() {
-            "fast" => brain.fast(),
-            name => self.deps.brains.get(name).and_then(|b| b.fast()),
-        }
-    }
-
     /// One brain call with quick re-tries of transient errors.
     #[tracing::instrument(skip_all, fields(task_id = request.task_id))]
     async fn call_brain(
@@ -311,14 +241,15 @@ impl Worker {
     }
 }
 
-struct Prepared {
+pub(super) struct Prepared {
     context: serde_json::Value,
     triage_usage: Option<Usage>,
     delivery: Option<NewDelivery>,
+    session: Option<SessionRecord>,
 }
 
 #[derive(Debug, thiserror::Error)]
-enum AttemptError {
+pub(super) enum AttemptError {
     #[error(transparent)]
     Brain(BrainError),
     #[error(transparent)]

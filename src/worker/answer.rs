@@ -1,0 +1,186 @@
+//! Building one task's answer: the context, the brain request, and — for brains that keep their
+//! own session — resuming it with only what is new, or restoring it from the store.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{AttemptError, Prepared, Worker};
+use crate::brain::{Brain, BrainError, BrainReply, BrainRequest, Completer, RESTORED_NOTICE};
+use crate::context::{self, Incoming, Resume, Selection};
+use crate::store::{MessageRecord, NewDelivery, SessionRecord, TaskRecord};
+
+/// How a session-keeping brain was called; recorded on the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum SessionMode {
+    /// The brain keeps no session: the selected context every time.
+    Stateless,
+    /// No session yet: a new one, given the selected context.
+    New,
+    /// The session was resumed and given only what is new to it.
+    Resumed,
+    /// Resuming failed: a new session, given the history from the store and a notice.
+    Restored,
+}
+
+impl Worker {
+    pub(super) async fn answer(
+        &self,
+        task: &TaskRecord,
+    ) -> Result<(BrainReply, Prepared), AttemptError> {
+        let store = self.deps.store.as_ref();
+        let message_id = task
+            .message_id
+            .ok_or_else(|| AttemptError::Permanent("the task has no trigger message".into()))?;
+        let trigger = store
+            .get_message(message_id)
+            .await?
+            .ok_or_else(|| AttemptError::Permanent("the trigger message is gone".into()))?;
+        let conversation = store
+            .get_conversation(task.conversation_id)
+            .await?
+            .ok_or_else(|| AttemptError::Permanent("the conversation is gone".into()))?;
+        let brain = self.deps.brains.get(&task.brain).cloned().ok_or_else(|| {
+            AttemptError::Permanent(format!("no brain named {:?} is configured", task.brain))
+        })?;
+        let completer = self.triage_completer(brain.as_ref());
+        let session = if brain.keeps_sessions() {
+            store
+                .get_session(task.conversation_id, &task.agent)
+                .await?
+                .filter(|s| s.brain == task.brain)
+        } else {
+            None
+        };
+
+        let (mode, selection, reply) = match &session {
+            Some(s) => {
+                let resume = Resume {
+                    after: s.last_injected,
+                    agent: task.agent.clone(),
+                };
+                let selection = self
+                    .select(task, &trigger, Some(resume), &completer)
+                    .await?;
+                let request = self.request(task, &trigger, &selection, Some(&s.session_id), None);
+                match self.call_brain(brain.as_ref(), &request).await {
+                    Err(AttemptError::Brain(BrainError::SessionLost(why))) => {
+                        tracing::info!(session = %s.session_id, %why, "session lost; restoring from the store");
+                        let selection = self.select(task, &trigger, None, &completer).await?;
+                        let request =
+                            self.request(task, &trigger, &selection, None, Some(RESTORED_NOTICE));
+                        let reply = self.call_brain(brain.as_ref(), &request).await?;
+                        (SessionMode::Restored, selection, reply)
+                    }
+                    result => (SessionMode::Resumed, selection, result?),
+                }
+            }
+            None => {
+                let selection = self.select(task, &trigger, None, &completer).await?;
+                let request = self.request(task, &trigger, &selection, None, None);
+                let reply = self.call_brain(brain.as_ref(), &request).await?;
+                let mode = if brain.keeps_sessions() {
+                    SessionMode::New
+                } else {
+                    SessionMode::Stateless
+                };
+                (mode, selection, reply)
+            }
+        };
+
+        // Remember the session the brain reported (or kept) as having seen up to the trigger.
+        let session_id = reply.session.clone().or_else(|| {
+            (mode == SessionMode::Resumed)
+                .then(|| session.as_ref().map(|s| s.session_id.clone()))
+                .flatten()
+        });
+        let session_update = session_id
+            .filter(|_| brain.keeps_sessions())
+            .map(|session_id| SessionRecord {
+                conversation_id: task.conversation_id,
+                agent: task.agent.clone(),
+                brain: task.brain.clone(),
+                session_id,
+                last_injected: trigger.id,
+            });
+        let mut explain = selection.explain();
+        explain["session"] = json!(mode);
+        let prepared = Prepared {
+            context: explain,
+            triage_usage: selection.triage_usage,
+            delivery: Some(NewDelivery {
+                channel: conversation.channel,
+                idempotency_key: format!("ctxgate:task:{}:result", task.id),
+                kind: "result".to_owned(),
+                text: reply.text.clone(),
+                reply_to: Some(trigger.channel_message_id),
+                meta: trigger.meta,
+            }),
+            session: session_update,
+        };
+        Ok((reply, prepared))
+    }
+
+    async fn select(
+        &self,
+        task: &TaskRecord,
+        trigger: &MessageRecord,
+        resume: Option<Resume>,
+        completer: &Option<Arc<dyn Completer>>,
+    ) -> Result<Selection, AttemptError> {
+        let incoming = Incoming {
+            id: Some(trigger.id),
+            text: trigger.text.clone(),
+            at_ms: trigger.created_at,
+            until_ms: None,
+            reply_to: trigger.reply_to_message_id,
+            resume,
+        };
+        Ok(self
+            .deps
+            .context
+            .select(
+                self.deps.store.as_ref(),
+                &self.deps.settings.conversation,
+                task.conversation_id,
+                &incoming,
+                completer.as_deref(),
+            )
+            .await?)
+    }
+
+    fn request(
+        &self,
+        task: &TaskRecord,
+        trigger: &MessageRecord,
+        selection: &Selection,
+        session: Option<&str>,
+        notice: Option<&str>,
+    ) -> BrainRequest {
+        BrainRequest {
+            task_id: task.id.0,
+            conversation_id: task.conversation_id.0,
+            system: self
+                .deps
+                .settings
+                .brains
+                .get(&task.brain)
+                .map(|b| b.system_prompt.clone())
+                .unwrap_or_default(),
+            restored_notice: notice.map(str::to_owned),
+            context: selection.turns(),
+            message: context::turn_of(trigger),
+            session: session.map(str::to_owned),
+        }
+    }
+
+    /// The completer triage uses: `selection_model = "fast"` is the task brain's fast
+    /// completer; another value names a configured brain whose fast completer is used.
+    fn triage_completer(&self, brain: &dyn Brain) -> Option<Arc<dyn Completer>> {
+        match self.deps.settings.conversation.selection_model.as_str() {
+            "fast" => brain.fast(),
+            name => self.deps.brains.get(name).and_then(|b| b.fast()),
+        }
+    }
+}
