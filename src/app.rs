@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::brain::{Brain, EchoBrain};
+use crate::brain::{AnthropicBrain, Brain, CliBrain, EchoBrain, OpenAiBrain};
 use crate::clock::Clock;
 use crate::config::{BrainKind, Secret, Settings};
 use crate::context::{ContextEngine, TokenCounter};
@@ -53,16 +53,16 @@ impl App {
         if applied > 0 {
             tracing::info!(applied, "store migrated");
         }
-        let mut brains: HashMap<String, Arc<dyn Brain>> = settings
-            .brains
-            .iter()
-            .map(|(name, b)| {
-                let brain: Arc<dyn Brain> = match b.kind {
-                    BrainKind::Echo => Arc::new(EchoBrain),
-                };
-                (name.clone(), brain)
-            })
-            .collect();
+        let mut brains: HashMap<String, Arc<dyn Brain>> = HashMap::new();
+        for (name, b) in &settings.brains {
+            let brain: Arc<dyn Brain> = match b.kind {
+                BrainKind::Echo => Arc::new(EchoBrain),
+                BrainKind::Openai => Arc::new(OpenAiBrain::new(b)?),
+                BrainKind::Anthropic => Arc::new(AnthropicBrain::new(b)?),
+                BrainKind::Cli => Arc::new(CliBrain::new(b)),
+            };
+            brains.insert(name.clone(), brain);
+        }
         brains.extend(overrides.brains);
         let mut sinks: HashMap<String, Arc<dyn Sink>> = HashMap::new();
         for (name, hook) in settings.webhooks.iter().filter(|(_, w)| w.enabled) {

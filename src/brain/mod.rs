@@ -1,6 +1,10 @@
 //! The brain seam: what the worker hands an LLM provider and what comes back.
 
+mod anthropic;
+mod cli;
 mod echo;
+mod http;
+mod openai;
 mod scripted;
 
 use std::sync::Arc;
@@ -11,7 +15,10 @@ use chrono::{DateTime, Utc};
 use ctxgate_contract::Role;
 use serde::Serialize;
 
+pub use anthropic::AnthropicBrain;
+pub use cli::CliBrain;
 pub use echo::EchoBrain;
+pub use openai::OpenAiBrain;
 pub use scripted::{ScriptedBrain, ScriptedCompleter, Step};
 
 use crate::domain::{Action, Usage};

@@ -3,6 +3,7 @@
 //! `config/default.toml` documents every key and equals [`Settings::default`] (a test keeps them
 //! equal). Loading is in [`load`], checks that need more than types in [`validate`].
 
+mod brain;
 mod load;
 mod secret;
 mod validate;
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use brain::{BrainKind, BrainSettings, CliOutput, PromptInput};
 pub use load::{ConfigError, load, load_str};
 pub use secret::Secret;
 
@@ -319,31 +321,6 @@ impl Default for ConversationSettings {
             archive_snippet_tokens: 200,
         }
     }
-}
-
-/// One brain (LLM provider).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BrainSettings {
-    /// `echo` answers by quoting the message (for trying the gateway out without a model).
-    pub kind: BrainKind,
-    /// System prompt given to the brain before the context.
-    pub system_prompt: String,
-}
-
-impl Default for BrainSettings {
-    fn default() -> Self {
-        Self {
-            kind: BrainKind::Echo,
-            system_prompt: "You are a helpful assistant.".to_owned(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BrainKind {
-    Echo,
 }
 
 /// One signed webhook.

@@ -44,6 +44,11 @@ impl Settings {
         if !self.brains.contains_key("default") {
             return fail("brains", "a brain named `default` is required");
         }
+        for (name, brain) in &self.brains {
+            if let Err((key, message)) = brain.check() {
+                return fail(&format!("brains.{name}.{key}"), message);
+            }
+        }
         for (name, hook) in &self.webhooks {
             let key = format!("webhooks.{name}");
             if !valid_name(name) {
@@ -77,6 +82,32 @@ impl Settings {
             && let Some(path) = &self.admin.token_file
         {
             self.admin.token = Some(read_secret(path, "admin.token_file")?);
+        }
+        for (name, brain) in self.brains.iter_mut() {
+            if brain.api_key.is_none() {
+                if let Some(path) = &brain.api_key_file {
+                    brain.api_key =
+                        Some(read_secret(path, &format!("brains.{name}.api_key_file"))?);
+                } else if let Some(var) = &brain.api_key_env {
+                    let value = std::env::var(var).map_err(|_| {
+                        ConfigError::key(
+                            "environment",
+                            format!("brains.{name}.api_key_env"),
+                            format!("the environment variable {var} is not set"),
+                        )
+                    })?;
+                    brain.api_key = Some(Secret::new(value));
+                }
+            }
+            if let Some(path) = &brain.system_prompt_file {
+                brain.system_prompt = std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError::key(
+                        path.display().to_string(),
+                        format!("brains.{name}.system_prompt_file"),
+                        format!("cannot read the prompt file: {e}"),
+                    )
+                })?;
+            }
         }
         for (name, hook) in self.webhooks.iter_mut() {
             if hook.secret.is_none()

@@ -53,17 +53,25 @@ pub async fn spawn_app_with_brain(
     brain: ScriptedBrain,
     tweak: impl FnOnce(&mut Settings),
 ) -> TestApp {
+    spawn(Some(brain), tweak).await
+}
+
+/// The brains exactly as configured (no scripted brain).
+pub async fn spawn_app_configured(tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn(None, tweak).await
+}
+
+async fn spawn(scripted: Option<ScriptedBrain>, tweak: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = test_settings(dir.path());
     tweak(&mut settings);
     let clock = Clock::manual(START_MS);
+    let brain = scripted.clone().unwrap_or_default();
     let overrides = Overrides {
         clock: Some(clock.clone()),
-        brains: [(
-            "default".to_owned(),
-            Arc::new(brain.clone()) as Arc<dyn Brain>,
-        )]
-        .into(),
+        brains: scripted
+            .map(|b| [("default".to_owned(), Arc::new(b) as Arc<dyn Brain>)].into())
+            .unwrap_or_default(),
     };
     let app = App::build_with(settings, overrides).await.unwrap();
     let (address, deps) = app.spawn_http_only();

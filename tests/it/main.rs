@@ -1,6 +1,7 @@
 //! The one integration-test binary (see STYLE.md): modules by area.
 
 mod admin;
+mod brains;
 mod cli;
 pub mod context;
 mod context_props;
