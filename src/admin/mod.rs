@@ -28,6 +28,7 @@ pub fn router(deps: Deps) -> Option<Router> {
     let routes = Router::new()
         .route("/tasks", get(tasks::list))
         .route("/tasks/{id}", get(tasks::detail))
+        .route("/usage", get(tasks::usage))
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}", get(conversations::detail))
         .route("/conversations/{id}/messages", get(conversations::messages))

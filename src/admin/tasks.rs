@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{ApiError, limit, time_param};
 use crate::deps::Deps;
 use crate::domain::{ConversationId, TaskId, TaskStatus};
-use crate::store::{Page, TaskFilter};
+use crate::store::{Page, TaskFilter, UsageGroup};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,6 +65,38 @@ pub async fn list(
         .then(|| tasks.last().map(|t| t.id))
         .flatten();
     Ok(Json(json!({ "items": tasks, "next_cursor": next })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageQuery {
+    by: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+}
+
+/// `GET /admin/usage?by=conversation|user|day|brain&since=&until=`: token totals of tasks
+/// (answers and triage apart).
+pub async fn usage(
+    State(deps): State<Deps>,
+    query: Result<Query<UsageQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query?;
+    let by = match q.by.as_deref().unwrap_or("day") {
+        "conversation" => UsageGroup::Conversation,
+        "user" => UsageGroup::User,
+        "day" => UsageGroup::Day,
+        "brain" => UsageGroup::Brain,
+        _ => {
+            return Err(ApiError::bad_parameter(
+                "by must be one of conversation, user, day, brain",
+            ));
+        }
+    };
+    let since = time_param("since", q.since.as_deref())?;
+    let until = time_param("until", q.until.as_deref())?;
+    let items = deps.store.usage_totals(by, since, until).await?;
+    Ok(Json(json!({ "items": items })))
 }
 
 /// `GET /admin/tasks/{id}`: the task with its attempts, trigger message and deliveries.

@@ -75,6 +75,10 @@ pub struct BrainSettings {
     pub env_allow: Vec<String>,
     /// `cli`: folder under which each conversation gets its own working directory.
     pub workdir: PathBuf,
+    /// Another brain asked once when this one still fails with a retryable error (429, 5xx,
+    /// timeout) after its quick re-tries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 impl Default for BrainSettings {
@@ -102,6 +106,7 @@ impl Default for BrainSettings {
             session_field: None,
             env_allow: vec!["PATH".to_owned(), "HOME".to_owned(), "LANG".to_owned()],
             workdir: PathBuf::from("data/agents"),
+            fallback: None,
         }
     }
 }

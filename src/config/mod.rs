@@ -59,6 +59,17 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The system prompt for a conversation on `channel` answered by `brain`: the channel's own
+    /// prompt when it has one, else the brain's.
+    pub fn system_prompt_for(&self, channel: &str, brain: &str) -> String {
+        channel
+            .strip_prefix("webhook:")
+            .and_then(|name| self.webhooks.get(name))
+            .and_then(|w| w.system_prompt.clone())
+            .or_else(|| self.brains.get(brain).map(|b| b.system_prompt.clone()))
+            .unwrap_or_default()
+    }
+
     /// The brain that answers messages arriving on a channel instance.
     pub fn brain_for_channel(&self, channel: &str) -> &str {
         channel
@@ -343,6 +354,12 @@ pub struct WebhookSettings {
     pub callback_timeout: Duration,
     /// The brain answering this webhook's messages.
     pub brain: String,
+    /// System prompt for this webhook's conversations instead of the brain's (or
+    /// `system_prompt_file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt_file: Option<PathBuf>,
 }
 
 impl Default for WebhookSettings {
@@ -354,6 +371,8 @@ impl Default for WebhookSettings {
             timestamp_tolerance: Duration::from_secs(300),
             callback_timeout: Duration::from_secs(10),
             brain: "default".to_owned(),
+            system_prompt: None,
+            system_prompt_file: None,
         }
     }
 }

@@ -48,6 +48,14 @@ impl Settings {
             if let Err((key, message)) = brain.check() {
                 return fail(&format!("brains.{name}.{key}"), message);
             }
+            if let Some(f) = &brain.fallback
+                && (f == name || !self.brains.contains_key(f))
+            {
+                return fail(
+                    &format!("brains.{name}.fallback"),
+                    "must name another configured brain",
+                );
+            }
         }
         for (name, hook) in &self.webhooks {
             let key = format!("webhooks.{name}");
@@ -110,6 +118,15 @@ impl Settings {
             }
         }
         for (name, hook) in self.webhooks.iter_mut() {
+            if let Some(path) = &hook.system_prompt_file {
+                hook.system_prompt = Some(std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError::key(
+                        path.display().to_string(),
+                        format!("webhooks.{name}.system_prompt_file"),
+                        format!("cannot read the prompt file: {e}"),
+                    )
+                })?);
+            }
             if hook.secret.is_none()
                 && let Some(path) = &hook.secret_file
                 && path.exists()

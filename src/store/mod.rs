@@ -95,6 +95,14 @@ pub trait Store: Send + Sync + 'static {
     async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>>;
     async fn task_attempts(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>>;
 
+    /// Token totals of tasks created in `[since, until)` (unix ms), grouped.
+    async fn usage_totals(
+        &self,
+        by: UsageGroup,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> StoreResult<Vec<UsageRow>>;
+
     // --- conversations and messages -----------------------------------------------------------
 
     async fn get_conversation(&self, id: ConversationId)

@@ -170,6 +170,28 @@ impl Default for Page {
     }
 }
 
+/// How usage totals are grouped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageGroup {
+    Conversation,
+    /// The sender of the task's trigger message.
+    User,
+    /// UTC day of the task's creation.
+    Day,
+    Brain,
+}
+
+/// Token totals of one group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageRow {
+    pub key: String,
+    pub tasks: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub triage_prompt_tokens: u64,
+    pub triage_completion_tokens: u64,
+}
+
 /// Which part of a conversation's history a read covers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Bound {

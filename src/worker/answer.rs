@@ -45,6 +45,10 @@ impl Worker {
             AttemptError::Permanent(format!("no brain named {:?} is configured", task.brain))
         })?;
         let completer = self.triage_completer(brain.as_ref());
+        let system = self
+            .deps
+            .settings
+            .system_prompt_for(&conversation.channel, &task.brain);
         let session = if brain.keeps_sessions() {
             store
                 .get_session(task.conversation_id, &task.agent)
@@ -54,7 +58,7 @@ impl Worker {
             None
         };
 
-        let (mode, selection, reply) = match &session {
+        let (mode, selection, reply, fallback) = match &session {
             Some(s) => {
                 let resume = Resume {
                     after: s.last_injected,
@@ -63,29 +67,44 @@ impl Worker {
                 let selection = self
                     .select(task, &trigger, Some(resume), &completer)
                     .await?;
-                let request = self.request(task, &trigger, &selection, Some(&s.session_id), None);
+                let request = self.request(
+                    &system,
+                    task,
+                    &trigger,
+                    &selection,
+                    Some(&s.session_id),
+                    None,
+                );
                 match self.call_brain(brain.as_ref(), &request).await {
                     Err(AttemptError::Brain(BrainError::SessionLost(why))) => {
                         tracing::info!(session = %s.session_id, %why, "session lost; restoring from the store");
                         let selection = self.select(task, &trigger, None, &completer).await?;
-                        let request =
-                            self.request(task, &trigger, &selection, None, Some(RESTORED_NOTICE));
+                        let request = self.request(
+                            &system,
+                            task,
+                            &trigger,
+                            &selection,
+                            None,
+                            Some(RESTORED_NOTICE),
+                        );
                         let reply = self.call_brain(brain.as_ref(), &request).await?;
-                        (SessionMode::Restored, selection, reply)
+                        (SessionMode::Restored, selection, reply, None)
                     }
-                    result => (SessionMode::Resumed, selection, result?),
+                    result => (SessionMode::Resumed, selection, result?, None),
                 }
             }
             None => {
                 let selection = self.select(task, &trigger, None, &completer).await?;
-                let request = self.request(task, &trigger, &selection, None, None);
-                let reply = self.call_brain(brain.as_ref(), &request).await?;
-                let mode = if brain.keeps_sessions() {
-                    SessionMode::New
-                } else {
+                let request = self.request(&system, task, &trigger, &selection, None, None);
+                let (reply, fallback) = self
+                    .call_with_fallback(task, brain.as_ref(), &request)
+                    .await?;
+                let mode = if fallback.is_some() || !brain.keeps_sessions() {
                     SessionMode::Stateless
+                } else {
+                    SessionMode::New
                 };
-                (mode, selection, reply)
+                (mode, selection, reply, fallback)
             }
         };
 
@@ -96,7 +115,7 @@ impl Worker {
                 .flatten()
         });
         let session_update = session_id
-            .filter(|_| brain.keeps_sessions())
+            .filter(|_| brain.keeps_sessions() && fallback.is_none())
             .map(|session_id| SessionRecord {
                 conversation_id: task.conversation_id,
                 agent: task.agent.clone(),
@@ -106,6 +125,7 @@ impl Worker {
             });
         let mut explain = selection.explain();
         explain["session"] = json!(mode);
+        explain["brain"] = json!(fallback.as_deref().unwrap_or(&task.brain));
         let prepared = Prepared {
             context: explain,
             triage_usage: selection.triage_usage,
@@ -152,6 +172,7 @@ impl Worker {
 
     fn request(
         &self,
+        system: &str,
         task: &TaskRecord,
         trigger: &MessageRecord,
         selection: &Selection,
@@ -161,17 +182,40 @@ impl Worker {
         BrainRequest {
             task_id: task.id.0,
             conversation_id: task.conversation_id.0,
-            system: self
-                .deps
-                .settings
-                .brains
-                .get(&task.brain)
-                .map(|b| b.system_prompt.clone())
-                .unwrap_or_default(),
+            system: system.to_owned(),
             restored_notice: notice.map(str::to_owned),
             context: selection.turns(),
             message: context::turn_of(trigger),
             session: session.map(str::to_owned),
+        }
+    }
+
+    /// Calls the brain; when it still fails with a retryable error and has a fallback brain,
+    /// asks that one once. Returns the answer and the fallback's name when it answered.
+    async fn call_with_fallback(
+        &self,
+        task: &TaskRecord,
+        brain: &dyn Brain,
+        request: &BrainRequest,
+    ) -> Result<(BrainReply, Option<String>), AttemptError> {
+        match self.call_brain(brain, request).await {
+            Err(AttemptError::Brain(e)) if e.is_retryable() => {
+                let fallback = self
+                    .deps
+                    .settings
+                    .brains
+                    .get(&task.brain)
+                    .and_then(|b| b.fallback.clone());
+                let Some((name, other)) =
+                    fallback.and_then(|n| self.deps.brains.get(&n).cloned().map(|b| (n, b)))
+                else {
+                    return Err(AttemptError::Brain(e));
+                };
+                tracing::warn!(error = %e, fallback = %name, "brain failed; asking the fallback");
+                let reply = self.call_brain(other.as_ref(), request).await?;
+                Ok((reply, Some(name)))
+            }
+            other => other.map(|r| (r, None)),
         }
     }
 

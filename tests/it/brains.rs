@@ -387,3 +387,80 @@ async fn a_task_is_answered_by_each_brain_kind_through_the_worker() {
         assert_eq!(t["task"]["result_text"], expected);
     }
 }
+
+#[tokio::test]
+async fn a_failing_brain_hands_over_to_its_fallback() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "content": [{"type": "text", "text": "backup answer"}],
+            "usage": {"input_tokens": 1, "output_tokens": 1}})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let app = crate::helpers::spawn_app_configured(|s| {
+        s.brains.insert(
+            "default".into(),
+            BrainSettings {
+                fallback: Some("backup".into()),
+                ..openai(&server.uri())
+            },
+        );
+        s.brains.insert("backup".into(), anthropic(&server.uri()));
+    })
+    .await;
+    let r = app
+        .post_webhook(&json!({"conversation": "c", "sender": "u", "text": "hi"}))
+        .await;
+    let task = r.json::<Value>().await.unwrap()["task_id"]
+        .as_i64()
+        .unwrap();
+    app.worker("w").run_once().await.unwrap();
+    let t = app.admin_json(&format!("/admin/tasks/{task}")).await;
+    assert_eq!(t["task"]["status"], "completed");
+    assert_eq!(t["task"]["result_text"], "backup answer");
+    assert_eq!(t["task"]["context"]["brain"], "backup");
+}
+
+#[tokio::test]
+async fn a_channel_prompt_replaces_the_brains_and_usage_is_totalled() {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.webhooks.get_mut("default").unwrap().system_prompt =
+            Some("Answer as the help desk.".into());
+    })
+    .await;
+    app.brain.then_reply("one").then_reply("two");
+    for (sender, conv) in [("ann", "a"), ("ann", "b"), ("bob", "a")] {
+        app.post_webhook(&json!({"conversation": conv, "sender": sender, "text": "hi"}))
+            .await;
+        app.worker("w").run_once().await.unwrap();
+    }
+    assert!(
+        app.brain
+            .requests()
+            .iter()
+            .all(|r| r.system == "Answer as the help desk.")
+    );
+    // Scripted usage: 10+5 for each scripted reply, 1+1 for the default one.
+    let by_user = app.admin_json("/admin/usage?by=user").await;
+    assert_eq!(
+        by_user["items"],
+        json!([
+            {"key": "ann", "tasks": 2, "prompt_tokens": 20, "completion_tokens": 10,
+             "triage_prompt_tokens": 0, "triage_completion_tokens": 0},
+            {"key": "bob", "tasks": 1, "prompt_tokens": 1, "completion_tokens": 1,
+             "triage_prompt_tokens": 0, "triage_completion_tokens": 0},
+        ])
+    );
+    let by_day = app.admin_json("/admin/usage?by=day").await;
+    assert_eq!(by_day["items"][0]["key"], "2026-01-01");
+    assert_eq!(by_day["items"][0]["tasks"], 3);
+    assert_eq!(app.admin_get("/admin/usage?by=planet").await.status(), 400);
+}

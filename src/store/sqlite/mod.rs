@@ -186,6 +186,15 @@ impl Store for SqliteStore {
         self.attempts_of(id).await
     }
 
+    async fn usage_totals(
+        &self,
+        by: UsageGroup,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> StoreResult<Vec<UsageRow>> {
+        self.usage(by, since, until).await
+    }
+
     async fn get_conversation(
         &self,
         id: ConversationId,

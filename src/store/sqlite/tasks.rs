@@ -4,6 +4,7 @@ use super::{SqliteStore, rows};
 use crate::domain::{ConversationId, MessageId, TaskId};
 use crate::store::{
     AttemptRecord, Completion, SessionRecord, StoreError, StoreResult, TaskFilter, TaskRecord,
+    UsageGroup, UsageRow,
 };
 
 impl SqliteStore {
@@ -300,6 +301,46 @@ impl SqliteStore {
             .await?
             .iter()
             .map(rows::task)
+            .collect()
+    }
+
+    pub(super) async fn usage(
+        &self,
+        by: UsageGroup,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> StoreResult<Vec<UsageRow>> {
+        let key = match by {
+            UsageGroup::Conversation => "CAST(t.conversation_id AS TEXT)",
+            UsageGroup::User => "COALESCE(m.sender_id, '')",
+            UsageGroup::Day => "strftime('%Y-%m-%d', t.created_at / 1000, 'unixepoch')",
+            UsageGroup::Brain => "t.brain",
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT {key} AS key, COUNT(*) AS tasks,
+                 COALESCE(SUM(t.prompt_tokens), 0) AS p, COALESCE(SUM(t.completion_tokens), 0) AS c,
+                 COALESCE(SUM(t.triage_prompt_tokens), 0) AS tp,
+                 COALESCE(SUM(t.triage_completion_tokens), 0) AS tc
+             FROM tasks t LEFT JOIN messages m ON m.id = t.message_id
+             WHERE t.created_at >= ?1 AND t.created_at < ?2
+             GROUP BY key ORDER BY key"
+        ))
+        .bind(since.unwrap_or(i64::MIN))
+        .bind(until.unwrap_or(i64::MAX))
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                use sqlx::Row;
+                Ok(UsageRow {
+                    key: r.try_get("key")?,
+                    tasks: r.try_get::<i64, _>("tasks")? as u64,
+                    prompt_tokens: r.try_get::<i64, _>("p")? as u64,
+                    completion_tokens: r.try_get::<i64, _>("c")? as u64,
+                    triage_prompt_tokens: r.try_get::<i64, _>("tp")? as u64,
+                    triage_completion_tokens: r.try_get::<i64, _>("tc")? as u64,
+                })
+            })
             .collect()
     }
 
