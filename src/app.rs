@@ -141,7 +141,14 @@ impl App {
     pub async fn run(self) -> anyhow::Result<()> {
         let deps = self.deps.clone();
         let tracker = TaskTracker::new();
-        let instance = format!("{}-{}", hostname(), std::process::id());
+        // Unique per process even where hostname and pid repeat (containers): a restarted
+        // process must never pass for the worker that held a lease before.
+        let instance = format!(
+            "{}-{}-{:08x}",
+            hostname(),
+            std::process::id(),
+            rand::random::<u32>()
+        );
         for n in 0..deps.settings.worker.count {
             tracker.spawn(Worker::new(deps.clone(), format!("{instance}-w{n}")).run());
         }

@@ -28,16 +28,10 @@ pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
                 name: name.clone(),
                 secret: w.secret.as_ref()?.expose().as_bytes().to_vec(),
                 agent: None,
+                window_secs: w.timestamp_tolerance.as_secs() as i64,
             })
         })
         .collect();
-    // All webhooks share one tolerance window: the widest configured.
-    let window = settings
-        .webhooks
-        .values()
-        .map(|w| w.timestamp_tolerance.as_secs() as i64)
-        .max()
-        .unwrap_or(300);
     let mut app = Router::new()
         .route(
             "/healthz",
@@ -45,7 +39,7 @@ pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
         )
         .route("/readyz", get(ready))
         .with_state(deps.clone())
-        .merge(WebhookReceiver::new(endpoints, intake, window).router());
+        .merge(WebhookReceiver::new(endpoints, intake).router());
     match admin::router(deps) {
         Some(admin) => app = app.nest("/admin", admin),
         None => tracing::warn!(

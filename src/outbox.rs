@@ -41,6 +41,7 @@ impl Outbox {
                 &self.id,
                 self.deps.clock.now_ms(),
                 settings.lease.as_millis() as i64,
+                settings.max_attempts,
             )
             .await?
         else {

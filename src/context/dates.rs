@@ -56,12 +56,16 @@ pub fn window(text: &str, now_ms: i64) -> Option<(i64, i64)> {
             return month_window(year, month);
         }
         if *w == "ago" && i >= 2 {
-            let n: i64 = match words[i - 2] {
+            let n: i32 = match words[i - 2] {
                 "a" | "an" | "one" => 1,
                 "two" => 2,
                 "three" => 3,
                 "few" | "couple" => 2,
-                other => other.parse().ok()?,
+                // Numbers from the message: bounded, so no date arithmetic can overflow.
+                other => match other.parse() {
+                    Ok(n) if (1..=1000).contains(&n) => n,
+                    _ => continue,
+                },
             };
             let unit = match words[i - 1].trim_end_matches('s') {
                 "day" => Duration::days(1),
@@ -70,12 +74,12 @@ pub fn window(text: &str, now_ms: i64) -> Option<(i64, i64)> {
                 "year" => Duration::days(365),
                 _ => continue,
             };
-            let centre = now - unit * n as i32;
-            return Some(around(centre, unit));
+            let centre = now.checked_sub_signed(unit * n)?;
+            return around(centre, unit);
         }
         if prev == "last" {
             match *w {
-                "week" => return Some(span(now - Duration::days(14), now)),
+                "week" => return Some(span(now.checked_sub_signed(Duration::days(14))?, now)),
                 "month" => {
                     let (y, m) = if now.month() == 1 {
                         (now.year() - 1, 12)
@@ -102,8 +106,11 @@ fn span(from: DateTime<Utc>, to: DateTime<Utc>) -> (i64, i64) {
     (from.timestamp_millis(), to.timestamp_millis())
 }
 
-fn around(centre: DateTime<Utc>, unit: Duration) -> (i64, i64) {
-    span(centre - unit, centre + unit)
+fn around(centre: DateTime<Utc>, unit: Duration) -> Option<(i64, i64)> {
+    Some(span(
+        centre.checked_sub_signed(unit)?,
+        centre.checked_add_signed(unit)?,
+    ))
 }
 
 fn month_window(year: i32, month: u32) -> Option<(i64, i64)> {
@@ -158,6 +165,13 @@ mod tests {
             None,
             "'may' the verb is no month"
         );
+        // Huge or vague numbers are no time at all, and never overflow.
+        assert_eq!(window("what happened 300000 years ago", now), None);
+        assert_eq!(
+            window("a long time ago in March", now).unwrap().0,
+            at(2026, 3, 1) - 43_200_000
+        );
+        assert_eq!(window("9223372036854775807 days ago", i64::MAX / 2), None);
         assert_eq!(window("nothing temporal here", now), None);
     }
 }

@@ -315,19 +315,28 @@ fn eligible(m: &MessageRecord) -> bool {
 /// About `chars` characters of `text` around the first occurrence of a term, cut at word
 /// boundaries and marked with `…`.
 pub fn snippet(text: &str, terms: &[String], chars: usize) -> String {
-    let lower = text.to_lowercase();
+    // Search a lowercase copy char by char, so positions are char positions in `text` even
+    // where lowercasing changes lengths.
+    let lower: Vec<String> = text.chars().map(|c| c.to_lowercase().collect()).collect();
     let hit = terms
         .iter()
-        .filter_map(|t| lower.find(t.as_str()))
+        .filter_map(|t| {
+            let wanted: Vec<char> = t.chars().collect();
+            (0..lower.len()).find(|&i| {
+                let mut have = lower[i..].iter().flat_map(|s| s.chars());
+                wanted.iter().all(|c| have.next() == Some(*c))
+            })
+        })
         .min()
         .unwrap_or(0);
-    // Byte offsets of `lower` match `text` only for same-length case mappings; fall back to
-    // char counting to stay on boundaries.
-    let chars_before = lower[..hit.min(lower.len())].chars().count();
-    let total = text.chars().count();
-    let start = chars_before.saturating_sub(chars / 3);
+    let total = lower.len();
+    let start = hit.saturating_sub(chars / 3).min(total);
     let end = (start + chars).min(total);
-    let mut s: String = text.chars().skip(start).take(end - start).collect();
+    let mut s: String = text
+        .chars()
+        .skip(start)
+        .take(end.saturating_sub(start))
+        .collect();
     if start > 0 {
         if let Some(sp) = s.find(' ') {
             s = s[sp + 1..].to_owned();
@@ -371,5 +380,16 @@ mod tests {
         assert!(s.contains("swordfish"), "{s}");
         assert!(s.starts_with('…') && s.ends_with('…'));
         assert!(s.chars().count() <= 82);
+    }
+
+    #[test]
+    fn snippet_survives_case_mappings_that_change_length() {
+        let text = format!(
+            "{}İİİ the key is here {}",
+            "İ ".repeat(300),
+            "x ".repeat(300)
+        );
+        let s = snippet(&text, &["key".to_owned()], 40);
+        assert!(s.contains("key"), "{s}");
     }
 }

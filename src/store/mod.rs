@@ -162,12 +162,14 @@ pub trait Store: Send + Sync + 'static {
 
     // --- outbox -------------------------------------------------------------------------------
 
-    /// Claims the oldest due delivery.
+    /// Claims the oldest due delivery. Deliveries whose claimant died return to the queue, or
+    /// fail when they used `max_attempts`.
     async fn claim_delivery(
         &self,
         owner: &str,
         now: i64,
         lease_ms: i64,
+        max_attempts: u32,
     ) -> StoreResult<Option<DeliveryRecord>>;
 
     /// Marks a delivery done and records the delivered answer into the conversation history,

@@ -3,7 +3,11 @@
 
 mod answer;
 
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use futures_util::FutureExt;
 
 use crate::brain::{BrainError, BrainReply, BrainRequest};
 use crate::deps::Deps;
@@ -38,6 +42,8 @@ const MAX_FAST_WAIT: Duration = Duration::from_secs(60);
 pub struct Worker {
     deps: Deps,
     id: String,
+    /// The task being worked on, handed back if the worker is stopped mid-task.
+    holding: Arc<Mutex<Option<TaskId>>>,
 }
 
 impl Worker {
@@ -45,6 +51,7 @@ impl Worker {
         Self {
             deps,
             id: id.into(),
+            holding: Arc::default(),
         }
     }
 
@@ -60,7 +67,10 @@ impl Worker {
             return Ok(RunOnce::Empty);
         };
         let id = task.id;
-        let outcome = self.attempt(task).await?;
+        *self.holding.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+        let outcome = self.attempt(task).await;
+        *self.holding.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let outcome = outcome?;
         Ok(RunOnce::Processed { task: id, outcome })
     }
 
@@ -105,23 +115,18 @@ impl Worker {
         self.release_held().await;
     }
 
-    /// Hands back whatever this worker still holds (after an interrupted task).
+    /// Hands back the task this worker was interrupted in, if any.
     async fn release_held(&self) {
-        let filter = crate::store::TaskFilter {
-            status: Some(crate::domain::TaskStatus::Running),
-            ..Default::default()
-        };
-        let Ok(running) = self.deps.store.list_tasks(&filter).await else {
-            return;
-        };
-        for t in running
-            .iter()
-            .filter(|t| t.lease_owner.as_deref() == Some(&self.id))
-        {
+        let held = self
+            .holding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(id) = held {
             let _ = self
                 .deps
                 .store
-                .release_task(t.id, &self.id, self.deps.clock.now_ms())
+                .release_task(id, &self.id, self.deps.clock.now_ms())
                 .await;
         }
     }
@@ -129,9 +134,13 @@ impl Worker {
     #[tracing::instrument(skip_all, fields(task_id = %task.id, conversation = %task.conversation_id, attempt = task.attempts))]
     async fn attempt(&self, task: TaskRecord) -> Result<Outcome, StoreError> {
         let heartbeat = self.heartbeat(task.id);
-        let work = self.answer(&task);
+        // A bug while building the answer fails this attempt; it must not end the worker.
+        let work = AssertUnwindSafe(self.answer(&task)).catch_unwind();
         let result = tokio::select! {
-            r = work => r,
+            r = work => r.unwrap_or_else(|_| {
+                tracing::error!("internal error while answering; see the log above");
+                Err(AttemptError::Permanent("internal error while building the answer".into()))
+            }),
             () = heartbeat => {
                 tracing::warn!("lease lost while working; another worker has the task");
                 return Ok(Outcome::LeaseLost);

@@ -25,6 +25,8 @@ pub struct WebhookEndpoint {
     pub secret: Vec<u8>,
     /// The agent answering this webhook's messages when the payload names none.
     pub agent: Option<String>,
+    /// Signed requests must carry a timestamp within this many seconds of now.
+    pub window_secs: i64,
 }
 
 /// The HTTP side of the webhook channel: verifies, parses and hands events to intake.
@@ -36,7 +38,6 @@ pub struct WebhookReceiver {
 struct Inner {
     endpoints: HashMap<String, WebhookEndpoint>,
     intake: Arc<dyn Intake>,
-    window_secs: i64,
     replay: ReplayGuard,
     clock: fn() -> i64,
 }
@@ -46,13 +47,12 @@ fn unix_now() -> i64 {
 }
 
 impl WebhookReceiver {
-    pub fn new(endpoints: Vec<WebhookEndpoint>, intake: Arc<dyn Intake>, window_secs: i64) -> Self {
+    pub fn new(endpoints: Vec<WebhookEndpoint>, intake: Arc<dyn Intake>) -> Self {
         let endpoints = endpoints.into_iter().map(|e| (e.name.clone(), e)).collect();
         Self {
             inner: Arc::new(Inner {
                 endpoints,
                 intake,
-                window_secs,
                 replay: ReplayGuard::default(),
                 clock: unix_now,
             }),
@@ -103,22 +103,23 @@ async fn receive(
     };
     let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
     let now = (inner.clock)();
-    let sig = header(SIGNATURE_HEADER);
-    if let Err(e) = signature::verify(
+    let sig = match signature::verify(
         &endpoint.secret,
-        sig,
+        header(SIGNATURE_HEADER),
         header(TIMESTAMP_HEADER),
         &body,
         now,
-        inner.window_secs,
+        endpoint.window_secs,
     ) {
-        tracing::debug!(code = e.code(), "webhook request refused");
-        return error(StatusCode::UNAUTHORIZED, e.code(), e.to_string());
-    }
-    let sig = sig.unwrap_or_default().trim().to_owned();
+        Ok(canonical) => canonical,
+        Err(e) => {
+            tracing::debug!(code = e.code(), "webhook request refused");
+            return error(StatusCode::UNAUTHORIZED, e.code(), e.to_string());
+        }
+    };
     if !inner
         .replay
-        .first_sight(&sig, now, now + 2 * inner.window_secs)
+        .first_sight(&sig, now, now + 2 * endpoint.window_secs)
     {
         return error(
             StatusCode::UNAUTHORIZED,
@@ -170,9 +171,7 @@ async fn receive(
 fn to_event(name: &str, endpoint: &WebhookEndpoint, p: WebhookPayload, sig: &str) -> InboundEvent {
     // Without a caller-chosen id, the signature identifies the request: the same signed request
     // delivered twice (even across a restart) is one message.
-    let channel_message_id = p
-        .message_id
-        .unwrap_or_else(|| format!("sig:{}", sig.trim_start_matches("sha256=")));
+    let channel_message_id = p.message_id.unwrap_or_else(|| format!("sig:{sig}"));
     let meta = match &p.callback_url {
         Some(url) => json!({ "callback_url": url }),
         None => serde_json::Value::Null,

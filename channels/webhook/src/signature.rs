@@ -55,6 +55,8 @@ pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 }
 
 /// Checks a signature in constant time and the timestamp against `now` (unix seconds).
+/// Returns the signature in its canonical form (lowercase hex), which identifies the request
+/// whatever letter case the sender used.
 pub fn verify(
     secret: &[u8],
     signature: Option<&str>,
@@ -62,7 +64,7 @@ pub fn verify(
     body: &[u8],
     now: i64,
     window_secs: i64,
-) -> Result<(), SignatureError> {
+) -> Result<String, SignatureError> {
     let (Some(signature), Some(timestamp)) = (signature, timestamp) else {
         return Err(SignatureError::Missing);
     };
@@ -78,12 +80,13 @@ pub fn verify(
     let ts: i64 = timestamp
         .parse()
         .map_err(|_| SignatureError::BadTimestamp)?;
-    if (now - ts).abs() > window_secs {
+    if now.abs_diff(ts) > window_secs.unsigned_abs() {
         return Err(SignatureError::Stale { window_secs });
     }
     mac(secret, timestamp, body)
         .verify_slice(&tag)
-        .map_err(|_| SignatureError::Mismatch)
+        .map_err(|_| SignatureError::Mismatch)?;
+    Ok(hex::encode(tag))
 }
 
 #[cfg(test)]
@@ -102,7 +105,35 @@ mod tests {
                 1_700_000_010,
                 300
             ),
-            Ok(())
+            Ok(sig.trim_start_matches("sha256=").to_owned())
+        );
+        // Upper case is the same signature, canonically lowercase.
+        let upper = format!(
+            "sha256={}",
+            sig.trim_start_matches("sha256=").to_uppercase()
+        );
+        assert_eq!(
+            verify(
+                b"k",
+                Some(&upper),
+                Some("1700000000"),
+                b"{}",
+                1_700_000_010,
+                300
+            ),
+            Ok(sig.trim_start_matches("sha256=").to_owned())
+        );
+        // Extreme timestamps are stale, not an overflow.
+        assert_eq!(
+            verify(
+                b"k",
+                Some(&sig),
+                Some("-9223372036854775808"),
+                b"{}",
+                i64::MAX,
+                300
+            ),
+            Err(SignatureError::Stale { window_secs: 300 })
         );
         assert_eq!(
             verify(

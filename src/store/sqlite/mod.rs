@@ -269,8 +269,10 @@ impl Store for SqliteStore {
         owner: &str,
         now: i64,
         lease_ms: i64,
+        max_attempts: u32,
     ) -> StoreResult<Option<DeliveryRecord>> {
-        self.claim_delivery_tx(owner, now, lease_ms).await
+        self.claim_delivery_tx(owner, now, lease_ms, max_attempts)
+            .await
     }
 
     async fn delivery_succeeded(

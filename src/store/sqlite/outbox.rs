@@ -11,14 +11,21 @@ impl SqliteStore {
         owner: &str,
         now: i64,
         lease_ms: i64,
+        max_attempts: u32,
     ) -> StoreResult<Option<DeliveryRecord>> {
         let mut tx = self.write.begin().await?;
-        // A delivery whose claimant died goes back to the queue.
+        // A delivery whose claimant died goes back to the queue, unless it has used its attempts
+        // (a delivery that keeps killing the process must not loop forever).
         sqlx::query(
-            "UPDATE outbox SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+            "UPDATE outbox SET
+                 status = CASE WHEN attempts >= ?2 THEN 'failed' ELSE 'pending' END,
+                 last_error = CASE WHEN attempts >= ?2
+                     THEN 'the delivering process stopped; attempts used up' ELSE last_error END,
+                 lease_owner = NULL, lease_expires_at = NULL
              WHERE status = 'delivering' AND lease_expires_at < ?1",
         )
         .bind(now)
+        .bind(max_attempts as i64)
         .execute(&mut *tx)
         .await?;
         let id: Option<i64> = sqlx::query_scalar(

@@ -47,7 +47,7 @@ impl SqliteStore {
     ) -> StoreResult<Vec<MessageRecord>> {
         let background = if background_only {
             " AND role = 'assistant' AND source_type IN ('briefing', 'scheduled')
-              AND deleted_at IS NULL"
+              AND deleted_at IS NULL AND kind = 'message'"
         } else {
             ""
         };
@@ -106,7 +106,7 @@ impl SqliteStore {
         limit: usize,
     ) -> StoreResult<Vec<ArchiveHit>> {
         // The conversation's own token first, so FTS intersects inside the index.
-        let query = format!("conv:c{} AND ({fts_query})", conversation.0);
+        let query = format!("conv:c{} AND text:({fts_query})", conversation.0);
         // The full-text index drives (MATERIALIZED): joined the other way round, SQLite may
         // probe the index once per message of the conversation.
         let rows = sqlx::query(
