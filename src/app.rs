@@ -13,9 +13,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::brain::{AnthropicBrain, Brain, CliBrain, EchoBrain, OpenAiBrain};
+use crate::brain::Brain;
 use crate::clock::Clock;
-use crate::config::{BrainKind, Secret, Settings};
+use crate::config::{Secret, Settings};
 use crate::context::{ContextEngine, TokenCounter};
 use crate::deps::Deps;
 use crate::intake::IntakeService;
@@ -53,16 +53,7 @@ impl App {
         if applied > 0 {
             tracing::info!(applied, "store migrated");
         }
-        let mut brains: HashMap<String, Arc<dyn Brain>> = HashMap::new();
-        for (name, b) in &settings.brains {
-            let brain: Arc<dyn Brain> = match b.kind {
-                BrainKind::Echo => Arc::new(EchoBrain),
-                BrainKind::Openai => Arc::new(OpenAiBrain::new(b)?),
-                BrainKind::Anthropic => Arc::new(AnthropicBrain::new(b)?),
-                BrainKind::Cli => Arc::new(CliBrain::new(b)),
-            };
-            brains.insert(name.clone(), brain);
-        }
+        let mut brains = crate::brain::build_all(&settings).context("cannot set up the brains")?;
         brains.extend(overrides.brains);
         let mut sinks: HashMap<String, Arc<dyn Sink>> = HashMap::new();
         for (name, hook) in settings.webhooks.iter().filter(|(_, w)| w.enabled) {

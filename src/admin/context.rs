@@ -40,15 +40,14 @@ pub async fn preview(
     if let Some(b) = q.budget {
         settings.max_context_tokens = b;
     }
-    let brain = deps
-        .brains
-        .get(deps.settings.brain_for_channel(&conversation.channel));
-    let completer = match (q.triage.unwrap_or(true), brain) {
-        (true, Some(b)) => match settings.selection_model.as_str() {
-            "fast" => b.fast(),
-            name => deps.brains.get(name).and_then(|b| b.fast()),
-        },
-        _ => None,
+    let completer = if q.triage.unwrap_or(true) {
+        crate::brain::triage_completer(
+            &deps.brains,
+            &settings.selection_model,
+            deps.settings.brain_for_channel(&conversation.channel),
+        )
+    } else {
+        None
     };
     let incoming = Incoming {
         id: None,

@@ -23,6 +23,39 @@ pub use scripted::{ScriptedBrain, ScriptedCompleter, Step};
 
 use crate::domain::{Action, Usage};
 
+/// Builds every configured brain, by name.
+pub fn build_all(
+    settings: &crate::config::Settings,
+) -> anyhow::Result<std::collections::HashMap<String, Arc<dyn Brain>>> {
+    use crate::config::BrainKind;
+    let mut brains: std::collections::HashMap<String, Arc<dyn Brain>> = Default::default();
+    for (name, b) in &settings.brains {
+        let brain: Arc<dyn Brain> = match b.kind {
+            BrainKind::Echo => Arc::new(EchoBrain),
+            BrainKind::Openai => Arc::new(OpenAiBrain::new(b)?),
+            BrainKind::Anthropic => Arc::new(AnthropicBrain::new(b)?),
+            BrainKind::Cli => Arc::new(CliBrain::new(b)),
+        };
+        brains.insert(name.clone(), brain);
+    }
+    Ok(brains)
+}
+
+/// The completer context triage uses for tasks of `brain`: with `selection_model = "fast"` the
+/// brain's own fast completer, else the fast completer of the brain it names.
+pub fn triage_completer(
+    brains: &std::collections::HashMap<String, Arc<dyn Brain>>,
+    selection_model: &str,
+    brain: &str,
+) -> Option<Arc<dyn Completer>> {
+    let source = if selection_model == "fast" {
+        brain
+    } else {
+        selection_model
+    };
+    brains.get(source).and_then(|b| b.fast())
+}
+
 /// One turn of prior conversation shown to the brain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Turn {

@@ -121,6 +121,7 @@ pub(crate) fn load_with_env(
     };
     settings.validate(&origin_of)?;
     settings.resolve_secrets()?;
+    settings.validate_secrets(&origin_of)?;
     Ok(settings)
 }
 

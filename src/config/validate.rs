@@ -71,14 +71,37 @@ impl Settings {
             if hook.enabled && hook.secret.is_none() && hook.secret_file.is_none() {
                 return fail(&format!("{key}.secret"), "set secret or secret_file");
             }
+        }
+        let model = &self.conversation.selection_model;
+        if model != "fast" && !self.brains.contains_key(model) {
+            return fail(
+                "conversation.selection_model",
+                "must be \"fast\" (the task brain's fast completer) or the name of a brain",
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks on secrets, once they are read from their files.
+    pub(super) fn validate_secrets(
+        &self,
+        origin_of: &dyn Fn(&str) -> String,
+    ) -> Result<(), ConfigError> {
+        let fail = |key: &str, msg: &str| Err(ConfigError::key(origin_of(key), key, msg));
+        if let Some(t) = &self.admin.token
+            && t.expose().len() < 16
+        {
+            return fail("admin.token", "must be at least 16 characters");
+        }
+        for (name, hook) in &self.webhooks {
             if let Some(s) = &hook.secret
                 && s.expose().len() < 16
             {
-                return fail(&format!("{key}.secret"), "must be at least 16 characters");
+                return fail(
+                    &format!("webhooks.{name}.secret"),
+                    "must be at least 16 characters",
+                );
             }
-        }
-        if self.conversation.selection_model.trim().is_empty() {
-            return fail("conversation.selection_model", "must not be empty");
         }
         Ok(())
     }

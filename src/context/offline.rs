@@ -127,6 +127,11 @@ pub async fn run(
         conversation.max_context_tokens = b;
     }
     let engine = ContextEngine::new(TokenCounter::new(conversation.tokenizer)?);
+    // Triage runs only when the default brain (or the one selection_model names) has a fast
+    // completer; the built-in echo brain has none, so nothing leaves the machine.
+    let brains = crate::brain::build_all(settings)?;
+    let completer =
+        crate::brain::triage_completer(&brains, &conversation.selection_model, "default");
     let file = std::fs::File::open(queries)
         .with_context(|| format!("cannot open {}", queries.display()))?;
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -173,7 +178,7 @@ pub async fn run(
                     resume: None,
                 };
                 engine
-                    .select(&store, &conversation, c.id, &incoming, None)
+                    .select(&store, &conversation, c.id, &incoming, completer.as_deref())
                     .await?
                     .items
             }

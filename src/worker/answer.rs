@@ -10,6 +10,9 @@ use crate::brain::{Brain, BrainError, BrainReply, BrainRequest, Completer, RESTO
 use crate::context::{self, Incoming, Resume, Selection};
 use crate::store::{MessageRecord, NewDelivery, SessionRecord, TaskRecord};
 
+/// Most messages a resumed session is given at once.
+const RESUME_LOOKBACK: usize = 200;
+
 /// How a session-keeping brain was called; recorded on the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,7 +47,11 @@ impl Worker {
         let brain = self.deps.brains.get(&task.brain).cloned().ok_or_else(|| {
             AttemptError::Permanent(format!("no brain named {:?} is configured", task.brain))
         })?;
-        let completer = self.triage_completer(brain.as_ref());
+        let completer = crate::brain::triage_completer(
+            &self.deps.brains,
+            &self.deps.settings.conversation.selection_model,
+            &task.brain,
+        );
         let system = self
             .deps
             .settings
@@ -149,6 +156,13 @@ impl Worker {
         resume: Option<Resume>,
         completer: &Option<Arc<dyn Completer>>,
     ) -> Result<Selection, AttemptError> {
+        // A resumed session gets everything new to it, untriaged (up to a generous lookback),
+        // since what it is not given now it will never see.
+        let mut settings = self.deps.settings.conversation.clone();
+        if resume.is_some() {
+            settings.use_selection = false;
+            settings.lookback_count = settings.lookback_count.max(RESUME_LOOKBACK);
+        }
         let incoming = Incoming {
             id: Some(trigger.id),
             text: trigger.text.clone(),
@@ -162,7 +176,7 @@ impl Worker {
             .context
             .select(
                 self.deps.store.as_ref(),
-                &self.deps.settings.conversation,
+                &settings,
                 task.conversation_id,
                 &incoming,
                 completer.as_deref(),
@@ -216,15 +230,6 @@ impl Worker {
                 Ok((reply, Some(name)))
             }
             other => other.map(|r| (r, None)),
-        }
-    }
-
-    /// The completer triage uses: `selection_model = "fast"` is the task brain's fast
-    /// completer; another value names a configured brain whose fast completer is used.
-    fn triage_completer(&self, brain: &dyn Brain) -> Option<Arc<dyn Completer>> {
-        match self.deps.settings.conversation.selection_model.as_str() {
-            "fast" => brain.fast(),
-            name => self.deps.brains.get(name).and_then(|b| b.fast()),
         }
     }
 }

@@ -58,6 +58,16 @@ async fn check_config_names_the_bad_key_and_redacts_secrets() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.toml"));
 
+    // A secret read from the environment is checked too.
+    let out = ctxgate(dir.path())
+        .arg("check-config")
+        .env("CTXGATE__ADMIN__TOKEN", "short")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("admin.token"));
+
     // A valid config from a file plus the environment; the secret never appears.
     std::fs::write(dir.path().join("ok.toml"), "[worker]\ncount = 4\n").unwrap();
     let out = ctxgate(dir.path())

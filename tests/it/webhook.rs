@@ -372,3 +372,61 @@ async fn triage_actions_and_the_explanation_reach_the_task() {
         3
     );
 }
+
+#[tokio::test]
+async fn an_answer_counts_as_earlier_context_even_when_stored_after_the_next_question() {
+    let app = spawn_app().await;
+    let callback = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400))
+        .mount(&callback)
+        .await;
+    let w = app.worker("w");
+    // Two quick messages: the second arrives before the first is answered.
+    for text in ["first", "second"] {
+        let r = app
+            .post_webhook(&json!({"conversation": "q", "sender": "u", "text": text}))
+            .await;
+        assert_eq!(r.status(), 202);
+    }
+    w.run_once().await.unwrap();
+    w.run_once().await.unwrap();
+    let second = app.brain.requests().pop().unwrap();
+    let seen: Vec<&str> = second.context.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(seen, vec!["first", "re: first"]);
+
+    // An answer that could never be delivered stays in history but leaves every context.
+    let r = app
+        .post_webhook(&json!({"conversation": "q", "sender": "u", "text": "third",
+                              "callback_url": format!("{}/cb", callback.uri())}))
+        .await;
+    assert_eq!(r.status(), 202);
+    w.run_once().await.unwrap();
+    let outbox = app.outbox();
+    for _ in 0..3 {
+        outbox.run_once().await.unwrap();
+    }
+    app.post_webhook(&json!({"conversation": "q", "sender": "u", "text": "fourth"}))
+        .await;
+    w.run_once().await.unwrap();
+    let fourth = app.brain.requests().pop().unwrap();
+    let seen: Vec<&str> = fourth.context.iter().map(|t| t.text.as_str()).collect();
+    assert!(
+        seen.contains(&"third") && !seen.contains(&"re: third"),
+        "{seen:?}"
+    );
+    let conv = app.admin_json("/admin/conversations").await["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let history = app
+        .admin_json(&format!("/admin/conversations/{conv}/messages"))
+        .await;
+    let kinds: Vec<&str> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["text"] == "re: third")
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["undelivered"]);
+}

@@ -76,25 +76,18 @@ impl SqliteStore {
             tx.rollback().await?;
             return Ok(false);
         }
-        // The delivered answer joins the conversation history, tagged with its task's source so
-        // that background output can be kept out of interactive context.
-        sqlx::query(
-            "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_kind,
-                 role, kind, text, created_at, stored_at, reply_to_channel_id,
-                 reply_to_message_id, source_type, task_id, agent, actions)
-             SELECT o.conversation_id, COALESCE(?1, o.idempotency_key),
-                 COALESCE(t.agent, 'ctxgate'), 'self_bot', 'assistant',
-                 CASE o.kind WHEN 'result' THEN 'message' ELSE o.kind END, o.text, ?2, ?2,
-                 o.reply_to, t.message_id, t.source_type, o.task_id, t.agent, t.actions
-             FROM outbox o LEFT JOIN tasks t ON t.id = o.task_id
-             WHERE o.id = ?3
-             ON CONFLICT (conversation_id, channel_message_id) DO NOTHING",
-        )
-        .bind(channel_message_id)
-        .bind(now)
-        .bind(id.0)
-        .execute(&mut *tx)
-        .await?;
+        // The answer is in the history since its task completed: give it the channel's id.
+        if let Some(cmid) = channel_message_id {
+            sqlx::query(
+                "UPDATE OR IGNORE messages SET channel_message_id = ?1
+                 WHERE conversation_id = (SELECT conversation_id FROM outbox WHERE id = ?2)
+                   AND channel_message_id = (SELECT idempotency_key FROM outbox WHERE id = ?2)",
+            )
+            .bind(cmid)
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
@@ -107,6 +100,7 @@ impl SqliteStore {
         retry_at: Option<i64>,
         _now: i64,
     ) -> StoreResult<bool> {
+        let mut tx = self.write.begin().await?;
         let updated = sqlx::query(
             "UPDATE outbox SET
                  status = CASE WHEN ?1 IS NULL THEN 'failed' ELSE 'pending' END,
@@ -118,9 +112,25 @@ impl SqliteStore {
         .bind(error)
         .bind(id.0)
         .bind(owner)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
-        Ok(updated.rows_affected() == 1)
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        if retry_at.is_none() {
+            // Never delivered: keep it in the history, but out of every context.
+            sqlx::query(
+                "UPDATE messages SET kind = 'undelivered'
+                 WHERE conversation_id = (SELECT conversation_id FROM outbox WHERE id = ?1)
+                   AND channel_message_id = (SELECT idempotency_key FROM outbox WHERE id = ?1)",
+            )
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 
     pub(super) async fn deliveries_of(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>> {
