@@ -79,6 +79,12 @@ pub struct BrainSettings {
     /// timeout) after its quick re-tries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// Price of a million prompt tokens (any currency; shown as `cost` in usage totals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_price_per_million: Option<f64>,
+    /// Price of a million completion tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_price_per_million: Option<f64>,
 }
 
 impl Default for BrainSettings {
@@ -107,6 +113,8 @@ impl Default for BrainSettings {
             env_allow: vec!["PATH".to_owned(), "HOME".to_owned(), "LANG".to_owned()],
             workdir: PathBuf::from("data/agents"),
             fallback: None,
+            prompt_price_per_million: None,
+            completion_price_per_million: None,
         }
     }
 }
@@ -135,6 +143,16 @@ pub enum CliOutput {
 }
 
 impl BrainSettings {
+    /// What `usage` costs at this brain's prices, when it has any.
+    pub fn cost(&self, usage: crate::domain::Usage) -> Option<f64> {
+        if self.prompt_price_per_million.is_none() && self.completion_price_per_million.is_none() {
+            return None;
+        }
+        let p = self.prompt_price_per_million.unwrap_or(0.0) * usage.prompt_tokens as f64;
+        let c = self.completion_price_per_million.unwrap_or(0.0) * usage.completion_tokens as f64;
+        Some((p + c) / 1_000_000.0)
+    }
+
     /// Kind-specific checks; `Err((key suffix, message))`.
     pub(super) fn check(&self) -> Result<(), (&'static str, &'static str)> {
         match self.kind {

@@ -36,6 +36,7 @@ pub struct TaskRecord {
     pub context: Option<serde_json::Value>,
     pub usage: Option<Usage>,
     pub triage_usage: Option<Usage>,
+    pub cost: Option<f64>,
     pub created_at: i64,
     pub updated_at: i64,
     pub finished_at: Option<i64>,
@@ -60,6 +61,8 @@ pub struct Completion {
     pub actions: Vec<Action>,
     pub usage: Usage,
     pub triage_usage: Option<Usage>,
+    /// At the brain's configured prices, answer and triage together.
+    pub cost: Option<f64>,
     pub context: serde_json::Value,
     pub delivery: Option<NewDelivery>,
     /// The brain session to remember for the task's conversation and agent.
@@ -190,6 +193,8 @@ pub struct UsageRow {
     pub completion_tokens: u64,
     pub triage_prompt_tokens: u64,
     pub triage_completion_tokens: u64,
+    /// Sum of the tasks' costs where their brains have prices.
+    pub cost: f64,
 }
 
 /// Which part of a conversation's history a read covers.

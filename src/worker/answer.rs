@@ -133,9 +133,21 @@ impl Worker {
         let mut explain = selection.explain();
         explain["session"] = json!(mode);
         explain["brain"] = json!(fallback.as_deref().unwrap_or(&task.brain));
+        // Cost at the prices of the brain that answered (triage at the task brain's prices).
+        let prices = |name: &str| self.deps.settings.brains.get(name);
+        let answer_cost =
+            prices(fallback.as_deref().unwrap_or(&task.brain)).and_then(|b| b.cost(reply.usage));
+        let triage_cost = selection
+            .triage_usage
+            .and_then(|u| prices(&task.brain).and_then(|b| b.cost(u)));
+        let cost = match (answer_cost, triage_cost) {
+            (None, None) => None,
+            (a, t) => Some(a.unwrap_or(0.0) + t.unwrap_or(0.0)),
+        };
         let prepared = Prepared {
             context: explain,
             triage_usage: selection.triage_usage,
+            cost,
             delivery: Some(NewDelivery {
                 channel: conversation.channel,
                 idempotency_key: format!("ctxgate:task:{}:result", task.id),

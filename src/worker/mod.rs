@@ -156,6 +156,7 @@ impl Worker {
                     actions: reply.actions,
                     usage: reply.usage,
                     triage_usage: completion_ctx.triage_usage,
+                    cost: completion_ctx.cost,
                     context: completion_ctx.context,
                     delivery: completion_ctx.delivery,
                     session: completion_ctx.session,
@@ -253,6 +254,7 @@ impl Worker {
 pub(super) struct Prepared {
     context: serde_json::Value,
     triage_usage: Option<Usage>,
+    cost: Option<f64>,
     delivery: Option<NewDelivery>,
     session: Option<SessionRecord>,
 }

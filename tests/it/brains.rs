@@ -454,13 +454,57 @@ async fn a_channel_prompt_replaces_the_brains_and_usage_is_totalled() {
         by_user["items"],
         json!([
             {"key": "ann", "tasks": 2, "prompt_tokens": 20, "completion_tokens": 10,
-             "triage_prompt_tokens": 0, "triage_completion_tokens": 0},
+             "triage_prompt_tokens": 0, "triage_completion_tokens": 0, "cost": 0.0},
             {"key": "bob", "tasks": 1, "prompt_tokens": 1, "completion_tokens": 1,
-             "triage_prompt_tokens": 0, "triage_completion_tokens": 0},
+             "triage_prompt_tokens": 0, "triage_completion_tokens": 0, "cost": 0.0},
         ])
     );
     let by_day = app.admin_json("/admin/usage?by=day").await;
     assert_eq!(by_day["items"][0]["key"], "2026-01-01");
     assert_eq!(by_day["items"][0]["tasks"], 3);
     assert_eq!(app.admin_get("/admin/usage?by=planet").await.status(), 400);
+}
+
+#[tokio::test]
+async fn a_500_then_success_is_one_attempt_and_prices_make_a_cost() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(chat_answer("after a hiccup")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let app = crate::helpers::spawn_app_configured(|s| {
+        s.worker.fast_retries = 1;
+        s.worker.fast_retry_backoff = Duration::from_millis(10);
+        s.brains.insert(
+            "default".into(),
+            BrainSettings {
+                prompt_price_per_million: Some(2.0),
+                completion_price_per_million: Some(8.0),
+                ..openai(&server.uri())
+            },
+        );
+    })
+    .await;
+    let r = app
+        .post_webhook(&json!({"conversation": "c", "sender": "u", "text": "hi"}))
+        .await;
+    let task = r.json::<Value>().await.unwrap()["task_id"]
+        .as_i64()
+        .unwrap();
+    app.worker("w").run_once().await.unwrap();
+    let t = app.admin_json(&format!("/admin/tasks/{task}")).await;
+    assert_eq!(t["task"]["result_text"], "after a hiccup");
+    assert_eq!(t["task"]["attempts"], 1);
+    // 31 prompt tokens at 2 per million, 4 completion tokens at 8 per million.
+    let cost = t["task"]["cost"].as_f64().unwrap();
+    assert!((cost - 94e-6).abs() < 1e-12, "{cost}");
+    let usage = app.admin_json("/admin/usage?by=brain").await;
+    assert!((usage["items"][0]["cost"].as_f64().unwrap() - 94e-6).abs() < 1e-12);
 }

@@ -216,6 +216,7 @@ async fn tasks_of_one_conversation_run_one_at_a_time_in_order() {
             completion_tokens: 2,
         },
         triage_usage: None,
+        cost: None,
         context: json!({}),
         delivery: None,
         session: None,

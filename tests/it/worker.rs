@@ -72,6 +72,7 @@ async fn a_worker_killed_mid_task_leads_to_one_answer_not_two() {
         actions: vec![],
         usage: Usage::default(),
         triage_usage: None,
+        cost: None,
         context: json!({}),
         delivery: None,
         session: None,

@@ -90,6 +90,7 @@ pub(super) fn task(row: &SqliteRow) -> StoreResult<TaskRecord> {
             row.try_get("triage_prompt_tokens")?,
             row.try_get("triage_completion_tokens")?,
         ),
+        cost: row.try_get("cost")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         finished_at: row.try_get("finished_at")?,

@@ -107,7 +107,7 @@ impl SqliteStore {
         let updated = sqlx::query(
             "UPDATE tasks SET status = 'completed', result_text = ?1, actions = ?2, context = ?3,
                  prompt_tokens = ?4, completion_tokens = ?5,
-                 triage_prompt_tokens = ?6, triage_completion_tokens = ?7,
+                 triage_prompt_tokens = ?6, triage_completion_tokens = ?7, cost = ?11,
                  lease_owner = NULL, lease_expires_at = NULL, last_error = NULL,
                  finished_at = ?8, updated_at = ?8
              WHERE id = ?9 AND status = 'running' AND lease_owner = ?10",
@@ -122,6 +122,7 @@ impl SqliteStore {
         .bind(now)
         .bind(done.task_id.0)
         .bind(&done.worker)
+        .bind(done.cost)
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() != 1 {
@@ -347,7 +348,8 @@ impl SqliteStore {
             "SELECT {key} AS key, COUNT(*) AS tasks,
                  COALESCE(SUM(t.prompt_tokens), 0) AS p, COALESCE(SUM(t.completion_tokens), 0) AS c,
                  COALESCE(SUM(t.triage_prompt_tokens), 0) AS tp,
-                 COALESCE(SUM(t.triage_completion_tokens), 0) AS tc
+                 COALESCE(SUM(t.triage_completion_tokens), 0) AS tc,
+                 COALESCE(SUM(t.cost), 0.0) AS cost
              FROM tasks t LEFT JOIN messages m ON m.id = t.message_id
              WHERE t.created_at >= ?1 AND t.created_at < ?2
              GROUP BY key ORDER BY key"
@@ -366,6 +368,7 @@ impl SqliteStore {
                     completion_tokens: r.try_get::<i64, _>("c")? as u64,
                     triage_prompt_tokens: r.try_get::<i64, _>("tp")? as u64,
                     triage_completion_tokens: r.try_get::<i64, _>("tc")? as u64,
+                    cost: r.try_get("cost")?,
                 })
             })
             .collect()
