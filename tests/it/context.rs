@@ -581,3 +581,57 @@ async fn a_fault_inside_selection_falls_back_to_the_guaranteed_recent() {
     assert!(s.items.iter().all(|i| i.reason == Reason::Recent));
     assert!(s.notes[0].contains("fell back"));
 }
+
+#[tokio::test]
+async fn the_archive_index_follows_edits_and_deletions() {
+    let mut h = chat("a", 100);
+    h[10].text = "our boat is called Nautilus".into();
+    h[20].text = "the Nautilus needs new sails".into();
+    let f = Fixture::new(&h).await;
+    let budget = ConversationSettings {
+        max_context_tokens: 500,
+        ..reference()
+    };
+    let found = |s: &Selection| {
+        s.items
+            .iter()
+            .filter(|i| i.reason == Reason::Archive)
+            .map(|i| i.text.clone())
+            .collect::<Vec<_>>()
+    };
+    let s = f.select("a", "Nautilus?", None, &budget, None).await;
+    assert!(
+        found(&s).contains(&"our boat is called Nautilus".to_owned()),
+        "{:?}",
+        found(&s)
+    );
+    // Edit one (already indexed) and delete the other.
+    let at = Utc.timestamp_millis_opt(T0).unwrap();
+    for kind in [
+        EventKind::Edited {
+            channel_message_id: "a-10".into(),
+            text: "our boat is called Orca".into(),
+            at,
+        },
+        EventKind::Deleted {
+            channel_message_id: "a-20".into(),
+            at,
+        },
+    ] {
+        let event = InboundEvent {
+            channel: "test".into(),
+            conversation: "a".into(),
+            kind,
+            cursor: None,
+        };
+        f.store.ingest(&event, None, T0).await.unwrap();
+    }
+    let s = f.select("a", "Nautilus?", None, &budget, None).await;
+    assert!(
+        found(&s).iter().all(|t| !t.contains("Nautilus")),
+        "{:?}",
+        found(&s)
+    );
+    let s = f.select("a", "Orca?", None, &budget, None).await;
+    assert!(found(&s).contains(&"our boat is called Orca".to_owned()));
+}

@@ -115,6 +115,7 @@ impl SqliteStore {
         bound: Bound,
         limit: usize,
     ) -> StoreResult<Vec<ArchiveHit>> {
+        self.catch_up_archive_index().await?;
         // The conversation's own token first, so FTS intersects inside the index.
         let query = format!("conv:c{} AND text:({fts_query})", conversation.0);
         // The full-text index drives (MATERIALIZED): joined the other way round, SQLite may
@@ -145,6 +146,39 @@ impl SqliteStore {
                 })
             })
             .collect()
+    }
+
+    /// Indexes, in one transaction, the messages stored since the index last caught up.
+    pub(super) async fn catch_up_archive_index(&self) -> StoreResult<()> {
+        let (indexed, newest): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT last_id FROM archive_index_state),
+                    (SELECT COALESCE(MAX(id), 0) FROM messages)",
+        )
+        .fetch_one(&self.read)
+        .await?;
+        if indexed >= newest {
+            return Ok(());
+        }
+        let mut tx = self.write.begin().await?;
+        let last: i64 = sqlx::query_scalar("SELECT last_id FROM archive_index_state")
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO messages_fts (rowid, conv, text)
+             SELECT id, 'c' || conversation_id, text FROM messages
+             WHERE id > ?1 AND deleted_at IS NULL ORDER BY id",
+        )
+        .bind(last)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE archive_index_state SET last_id = (SELECT COALESCE(MAX(id), ?1) FROM messages)",
+        )
+        .bind(last)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     pub(super) async fn around(
