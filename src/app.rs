@@ -20,6 +20,7 @@ use crate::context::{ContextEngine, TokenCounter};
 use crate::deps::Deps;
 use crate::intake::IntakeService;
 use crate::outbox::Outbox;
+use crate::scheduler::Scheduler;
 use crate::store::sqlite::SqliteStore;
 use crate::worker::Worker;
 
@@ -79,6 +80,12 @@ impl App {
             delivery_ready: Arc::new(Notify::new()),
             shutdown: CancellationToken::new(),
         };
+        if deps.settings.scheduler.enabled {
+            Scheduler::new(deps.clone())
+                .sync_config()
+                .await
+                .context("cannot store the configured schedules")?;
+        }
         Ok(App {
             intake: Arc::new(IntakeService::new(deps.clone())),
             deps,
@@ -144,6 +151,9 @@ impl App {
             tracker.spawn(Worker::new(deps.clone(), format!("{instance}-w{n}")).run());
         }
         tracker.spawn(Outbox::new(deps.clone(), format!("{instance}-outbox")).run());
+        if deps.settings.scheduler.enabled {
+            tracker.spawn(Scheduler::new(deps.clone()).run());
+        }
         tracker.close();
         let router = crate::http::router(deps.clone(), self.intake.clone());
         tracing::info!(address = %self.address, "ctxgate listening");

@@ -16,6 +16,7 @@ pub mod domain;
 pub mod http;
 pub mod intake;
 pub mod outbox;
+pub mod scheduler;
 pub mod store;
 pub mod telemetry;
 pub mod worker;

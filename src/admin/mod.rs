@@ -4,6 +4,7 @@
 mod context;
 mod conversations;
 mod error;
+mod schedules;
 mod tasks;
 
 use axum::Router;
@@ -11,7 +12,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -29,6 +30,17 @@ pub fn router(deps: Deps) -> Option<Router> {
         .route("/tasks", get(tasks::list))
         .route("/tasks/{id}", get(tasks::detail))
         .route("/usage", get(tasks::usage))
+        .route("/schedules", get(schedules::list).post(schedules::create))
+        .route(
+            "/schedules/{id}",
+            get(schedules::get)
+                .put(schedules::update)
+                .delete(schedules::delete),
+        )
+        .route("/schedules/{id}/enable", post(schedules::enable))
+        .route("/schedules/{id}/disable", post(schedules::disable))
+        .route("/schedules/{id}/run", post(schedules::run_now))
+        .route("/schedules/{id}/runs", get(schedules::runs))
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}", get(conversations::detail))
         .route("/conversations/{id}/messages", get(conversations::messages))

@@ -5,6 +5,7 @@
 
 mod brain;
 mod load;
+mod schedule;
 mod secret;
 mod validate;
 
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use brain::{BrainKind, BrainSettings, CliOutput, PromptInput};
 pub use load::{ConfigError, load, load_str};
+pub use schedule::{ScheduleSpec, SchedulerSettings, Target};
 pub use secret::Secret;
 
 /// The whole configuration.
@@ -34,6 +36,10 @@ pub struct Settings {
     pub brains: BTreeMap<String, BrainSettings>,
     /// Named signed webhooks, served at `POST /webhooks/{name}`.
     pub webhooks: BTreeMap<String, WebhookSettings>,
+    pub scheduler: SchedulerSettings,
+    /// Cron briefings (`[[schedules]]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<ScheduleSpec>,
 }
 
 impl Default for Settings {
@@ -46,6 +52,8 @@ impl Default for Settings {
             worker: WorkerSettings::default(),
             outbox: OutboxSettings::default(),
             conversation: ConversationSettings::default(),
+            scheduler: SchedulerSettings::default(),
+            schedules: Vec::new(),
             brains: BTreeMap::from([("default".to_owned(), BrainSettings::default())]),
             webhooks: BTreeMap::from([(
                 "default".to_owned(),

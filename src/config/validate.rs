@@ -72,6 +72,25 @@ impl Settings {
                 return fail(&format!("{key}.secret"), "set secret or secret_file");
             }
         }
+        let mut names = std::collections::HashSet::new();
+        for (i, s) in self.schedules.iter().enumerate() {
+            let key = format!("schedules[{i}]");
+            if !names.insert(s.name.as_str()) || s.name.trim().is_empty() {
+                return fail(&format!("{key}.name"), "must be present and unique");
+            }
+            if let Err(e) = crate::scheduler::CronSpec::parse(&s.cron, &s.timezone) {
+                return fail(&format!("{key}.cron"), &e);
+            }
+            if s.prompt.is_none() && s.prompt_file.is_none() {
+                return fail(&format!("{key}.prompt"), "set prompt or prompt_file");
+            }
+            if !self.brains.contains_key(&s.brain) {
+                return fail(&format!("{key}.brain"), "names no configured brain");
+            }
+            if let Err(e) = self.check_target(&s.target) {
+                return fail(&format!("{key}.target"), &e);
+            }
+        }
         let model = &self.conversation.selection_model;
         if model != "fast" && !self.brains.contains_key(model) {
             return fail(
@@ -80,6 +99,34 @@ impl Settings {
             );
         }
         Ok(())
+    }
+
+    /// Whether a schedule target can be delivered to with the channels configured.
+    pub fn check_target(&self, target: &super::Target) -> Result<(), String> {
+        match target {
+            super::Target::Webhook {
+                webhook,
+                conversation,
+                callback_url,
+            } => {
+                if !self.webhooks.get(webhook).is_some_and(|w| w.enabled) {
+                    return Err(format!("no enabled webhook named {webhook:?}"));
+                }
+                if conversation.trim().is_empty() {
+                    return Err("the conversation must not be empty".into());
+                }
+                if let Some(url) = callback_url
+                    && !(url.starts_with("http://") || url.starts_with("https://"))
+                {
+                    return Err("callback_url must be an http(s) URL".into());
+                }
+                Ok(())
+            }
+            super::Target::Talk { .. } | super::Target::Email { .. } => Err(
+                "Talk and e-mail targets need those channels, which this version does not have yet"
+                    .into(),
+            ),
+        }
     }
 
     /// Checks on secrets, once they are read from their files.
@@ -138,6 +185,17 @@ impl Settings {
                         format!("cannot read the prompt file: {e}"),
                     )
                 })?;
+            }
+        }
+        for (i, s) in self.schedules.iter_mut().enumerate() {
+            if let Some(path) = &s.prompt_file {
+                s.prompt = Some(std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError::key(
+                        path.display().to_string(),
+                        format!("schedules[{i}].prompt_file"),
+                        format!("cannot read the prompt file: {e}"),
+                    )
+                })?);
             }
         }
         for (name, hook) in self.webhooks.iter_mut() {

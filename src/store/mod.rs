@@ -193,4 +193,41 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<bool>;
 
     async fn deliveries_for_task(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>>;
+
+    // --- schedules ----------------------------------------------------------------------------
+
+    /// Creates a schedule, or updates the definition of the one with that name (keeping its
+    /// history; `next_fire_at` is replaced only when given).
+    async fn put_schedule(
+        &self,
+        spec: &crate::config::ScheduleSpec,
+        source: &str,
+        next_fire_at: Option<i64>,
+        max_failures: u32,
+        now: i64,
+    ) -> StoreResult<ScheduleRecord>;
+
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>>;
+    async fn get_schedule(&self, id: i64) -> StoreResult<Option<ScheduleRecord>>;
+    async fn delete_schedule(&self, id: i64) -> StoreResult<bool>;
+
+    /// Enables (with a new next fire time) or disables a schedule, with a reason.
+    async fn set_schedule_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        next_fire_at: Option<i64>,
+        reason: Option<&str>,
+        now: i64,
+    ) -> StoreResult<bool>;
+
+    /// Enabled schedules due at `now`, oldest fire first.
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<ScheduleRecord>>;
+
+    /// Fires a schedule in one transaction: the briefing (message + task), the run record and
+    /// the next fire time. A scheduled fire happens only if the schedule is still due at that
+    /// fire time (so two loops, or a restart, never fire it twice); returns the task created.
+    async fn fire_schedule(&self, fire: &Fire, now: i64) -> StoreResult<Option<Option<TaskId>>>;
+
+    async fn schedule_runs(&self, id: i64, page: &Page) -> StoreResult<Vec<ScheduleRun>>;
 }

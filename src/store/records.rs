@@ -67,6 +67,8 @@ pub struct Completion {
     pub delivery: Option<NewDelivery>,
     /// The brain session to remember for the task's conversation and agent.
     pub session: Option<SessionRecord>,
+    /// A briefing with nothing to report: nothing delivered, nothing added to the history.
+    pub silent: bool,
 }
 
 /// A brain's own session for one conversation and agent.
@@ -171,6 +173,50 @@ impl Default for Page {
             limit: 50,
         }
     }
+}
+
+/// A stored schedule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleRecord {
+    pub id: i64,
+    pub name: String,
+    /// `config` or `api`.
+    pub source: String,
+    pub spec: crate::config::ScheduleSpec,
+    pub enabled: bool,
+    pub next_fire_at: Option<i64>,
+    pub consecutive_failures: u32,
+    pub max_failures: u32,
+    pub disabled_reason: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One fire of a schedule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleRun {
+    pub id: i64,
+    pub fire_at: i64,
+    pub manual: bool,
+    pub task_id: Option<TaskId>,
+    pub outcome: String,
+    pub detail: Option<String>,
+    pub created_at: i64,
+}
+
+/// What firing a schedule does, in one transaction.
+#[derive(Debug, Clone)]
+pub struct Fire {
+    pub schedule_id: i64,
+    /// The fire time the schedule was due at (`next_fire_at`), or now for a manual run.
+    pub fire_at: i64,
+    pub manual: bool,
+    /// The schedule's next fire time after this one (`None`: no more fires; disables it).
+    pub next_fire_at: Option<i64>,
+    /// The briefing to enqueue, or `None` to only record the run (skipped).
+    pub briefing: Option<(ctxgate_contract::InboundEvent, NewTask)>,
+    pub outcome: &'static str,
+    pub detail: Option<String>,
 }
 
 /// How usage totals are grouped.

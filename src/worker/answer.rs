@@ -144,11 +144,15 @@ impl Worker {
             (None, None) => None,
             (a, t) => Some(a.unwrap_or(0.0) + t.unwrap_or(0.0)),
         };
+        // A briefing with nothing to report is delivered to no one.
+        let silent = trigger.meta.get("silent_unless_news") == Some(&json!(true))
+            && reply.text.trim() == self.deps.settings.scheduler.silent_token;
         let prepared = Prepared {
+            silent,
             context: explain,
             triage_usage: selection.triage_usage,
             cost,
-            delivery: Some(NewDelivery {
+            delivery: (!silent).then(|| NewDelivery {
                 channel: conversation.channel,
                 idempotency_key: format!("ctxgate:task:{}:result", task.id),
                 kind: "result".to_owned(),

@@ -160,6 +160,7 @@ impl Worker {
                     context: completion_ctx.context,
                     delivery: completion_ctx.delivery,
                     session: completion_ctx.session,
+                    silent: completion_ctx.silent,
                 };
                 if self.deps.store.complete_task(&done, now).await? {
                     self.deps.delivery_ready.notify_one();
@@ -257,6 +258,7 @@ pub(super) struct Prepared {
     cost: Option<f64>,
     delivery: Option<NewDelivery>,
     session: Option<SessionRecord>,
+    silent: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

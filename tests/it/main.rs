@@ -6,6 +6,7 @@ mod cli;
 pub mod context;
 mod context_props;
 mod helpers;
+mod scheduler;
 mod store;
 mod webhook;
 mod worker;

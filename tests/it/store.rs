@@ -220,6 +220,7 @@ async fn tasks_of_one_conversation_run_one_at_a_time_in_order() {
         context: json!({}),
         delivery: None,
         session: None,
+        silent: false,
     };
     assert!(store.complete_task(&done, NOW + 1).await.unwrap());
     let third = store

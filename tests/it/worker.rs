@@ -76,6 +76,7 @@ async fn a_worker_killed_mid_task_leads_to_one_answer_not_two() {
         context: json!({}),
         delivery: None,
         session: None,
+        silent: false,
     };
     assert!(
         !app.deps

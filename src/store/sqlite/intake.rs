@@ -87,7 +87,7 @@ impl SqliteStore {
 }
 
 /// One event's writes, inside the caller's transaction.
-async fn ingest_one(
+pub(super) async fn ingest_one(
     tx: &mut SqliteConnection,
     event: &InboundEvent,
     task: Option<&NewTask>,

@@ -6,6 +6,7 @@ mod intake;
 mod outbox;
 mod read;
 mod rows;
+mod schedules;
 mod tasks;
 
 use std::path::Path;
@@ -299,5 +300,53 @@ impl Store for SqliteStore {
 
     async fn deliveries_for_task(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>> {
         self.deliveries_of(task).await
+    }
+
+    async fn put_schedule(
+        &self,
+        spec: &crate::config::ScheduleSpec,
+        source: &str,
+        next_fire_at: Option<i64>,
+        max_failures: u32,
+        now: i64,
+    ) -> StoreResult<ScheduleRecord> {
+        self.put_schedule_tx(spec, source, next_fire_at, max_failures, now)
+            .await
+    }
+
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.schedules_all().await
+    }
+
+    async fn get_schedule(&self, id: i64) -> StoreResult<Option<ScheduleRecord>> {
+        self.schedule_by_id(id).await
+    }
+
+    async fn delete_schedule(&self, id: i64) -> StoreResult<bool> {
+        self.delete_schedule_tx(id).await
+    }
+
+    async fn set_schedule_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        next_fire_at: Option<i64>,
+        reason: Option<&str>,
+        now: i64,
+    ) -> StoreResult<bool> {
+        self.set_enabled_tx(id, enabled, next_fire_at, reason, now)
+            .await
+    }
+
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<ScheduleRecord>> {
+        self.due(now, limit).await
+    }
+
+    async fn fire_schedule(&self, fire: &Fire, now: i64) -> StoreResult<Option<Option<TaskId>>> {
+        self.fire_tx(fire, now).await
+    }
+
+    async fn schedule_runs(&self, id: i64, page: &Page) -> StoreResult<Vec<ScheduleRun>> {
+        self.runs(id, page).await
     }
 }

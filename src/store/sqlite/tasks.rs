@@ -130,6 +130,8 @@ impl SqliteStore {
             return Ok(false);
         }
         finish_attempt(&mut tx, done.task_id, now, "completed", None).await?;
+        let outcome = if done.silent { "silent" } else { "completed" };
+        super::schedules::record_outcome(&mut tx, done.task_id, outcome, None, now).await?;
         if let Some(s) = &done.session {
             sqlx::query(
                 "INSERT INTO brain_sessions (conversation_id, agent, brain, session_id,
@@ -172,29 +174,31 @@ impl SqliteStore {
         // next task sees it even before it is delivered. It is tagged with its task's source so
         // background output can be kept out of interactive context; delivery later adds the
         // channel's own id for it.
-        let key = done.delivery.as_ref().map_or_else(
-            || format!("ctxgate:task:{}:result", done.task_id),
-            |d| d.idempotency_key.clone(),
-        );
-        let kind = done.delivery.as_ref().map_or("result", |d| d.kind.as_str());
-        sqlx::query(
-            "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_kind,
-                 role, kind, text, created_at, stored_at, reply_to_channel_id,
-                 reply_to_message_id, source_type, task_id, agent, actions)
-             SELECT t.conversation_id, ?1, t.agent, 'self_bot', 'assistant',
-                 CASE ?2 WHEN 'result' THEN 'message' ELSE ?2 END, ?3, ?4, ?4,
-                 m.channel_message_id, t.message_id, t.source_type, t.id, t.agent, t.actions
-             FROM tasks t LEFT JOIN messages m ON m.id = t.message_id
-             WHERE t.id = ?5
-             ON CONFLICT (conversation_id, channel_message_id) DO NOTHING",
-        )
-        .bind(&key)
-        .bind(kind)
-        .bind(&done.text)
-        .bind(now)
-        .bind(done.task_id.0)
-        .execute(&mut *tx)
-        .await?;
+        if !done.silent {
+            let key = done.delivery.as_ref().map_or_else(
+                || format!("ctxgate:task:{}:result", done.task_id),
+                |d| d.idempotency_key.clone(),
+            );
+            let kind = done.delivery.as_ref().map_or("result", |d| d.kind.as_str());
+            sqlx::query(
+                "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_kind,
+                     role, kind, text, created_at, stored_at, reply_to_channel_id,
+                     reply_to_message_id, source_type, task_id, agent, actions)
+                 SELECT t.conversation_id, ?1, t.agent, 'self_bot', 'assistant',
+                     CASE ?2 WHEN 'result' THEN 'message' ELSE ?2 END, ?3, ?4, ?4,
+                     m.channel_message_id, t.message_id, t.source_type, t.id, t.agent, t.actions
+                 FROM tasks t LEFT JOIN messages m ON m.id = t.message_id
+                 WHERE t.id = ?5
+                 ON CONFLICT (conversation_id, channel_message_id) DO NOTHING",
+            )
+            .bind(&key)
+            .bind(kind)
+            .bind(&done.text)
+            .bind(now)
+            .bind(done.task_id.0)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
@@ -233,6 +237,9 @@ impl SqliteStore {
             "failed"
         };
         finish_attempt(&mut tx, id, now, outcome, Some(error)).await?;
+        if retry_at.is_none() {
+            super::schedules::record_outcome(&mut tx, id, "failed", Some(error), now).await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
