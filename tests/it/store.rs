@@ -312,3 +312,36 @@ async fn concurrent_intakes_commit_together_and_still_dedup() {
         50
     );
 }
+
+#[tokio::test]
+async fn a_message_stored_as_context_gets_its_task_when_asked_again() {
+    let (store, _dir) = store().await;
+    let mut context_only = posted("room", "7", "fyi", None, None);
+    if let EventKind::Posted(m) = &mut context_only.kind {
+        m.trigger = false;
+    }
+    let first = store.ingest(&context_only, None, NOW).await.unwrap();
+    assert_eq!(first.task_id, None);
+    // The same message, now addressed to an agent: one new task, the same message.
+    let second = store
+        .ingest(
+            &posted("room", "7", "fyi", None, None),
+            Some(&task("k7-reviewer")),
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.message_id, first.message_id);
+    assert!(second.task_id.is_some());
+    assert!(!second.duplicate);
+    let third = store
+        .ingest(
+            &posted("room", "7", "fyi", None, None),
+            Some(&task("k7-reviewer")),
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert_eq!(third.task_id, second.task_id);
+    assert!(third.duplicate);
+}

@@ -244,23 +244,20 @@ async fn post(
     .bind(m.kind.as_str())
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(message_id) = inserted else {
-        // Seen before: report what the first sight stored.
-        receipt.duplicate = true;
-        receipt.message_id = sqlx::query_scalar(
-            "SELECT id FROM messages WHERE conversation_id = ?1 AND channel_message_id = ?2",
-        )
-        .bind(conversation_id)
-        .bind(&m.channel_message_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(task) = task {
-            receipt.task_id = sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
-                .bind(&task.dedup_key)
-                .fetch_optional(&mut *tx)
-                .await?;
+    let message_id = match inserted {
+        Some(id) => id,
+        None => {
+            // Seen before: the first sight's message. A task is still created when this sight
+            // asks for one the first did not (another agent, or it was stored as context only).
+            receipt.duplicate = true;
+            sqlx::query_scalar(
+                "SELECT id FROM messages WHERE conversation_id = ?1 AND channel_message_id = ?2",
+            )
+            .bind(conversation_id)
+            .bind(&m.channel_message_id)
+            .fetch_one(&mut *tx)
+            .await?
         }
-        return Ok(());
     };
     receipt.message_id = Some(message_id);
     if let Some(task) = task {
@@ -282,7 +279,10 @@ async fn post(
         .fetch_optional(&mut *tx)
         .await?;
         receipt.task_id = match id {
-            Some(id) => Some(id),
+            Some(id) => {
+                receipt.duplicate = false;
+                Some(id)
+            }
             None => {
                 receipt.duplicate = true;
                 sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
