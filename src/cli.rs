@@ -26,6 +26,16 @@ pub enum Command {
     Migrate,
     /// Validate the configuration and print the effective settings (secrets redacted).
     CheckConfig,
+    /// Import conversation history from JSONL (the `context select` history schema); running
+    /// it again changes nothing.
+    Import {
+        /// The JSONL file.
+        file: PathBuf,
+        /// The channel the conversations belong to, e.g. `webhook:default` so that a webhook
+        /// conversation continues with its imported history.
+        #[arg(long, default_value = "import")]
+        channel: String,
+    },
     /// Context selection tools.
     #[command(subcommand)]
     Context(ContextCommand),

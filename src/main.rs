@@ -50,6 +50,29 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Import { file, channel } => {
+            let result = async {
+                let store = SqliteStore::connect(&settings.store).await?;
+                store.migrate().await?;
+                let done = ctxgate::context::offline::import(&store, &file, &channel, true).await;
+                store.close().await;
+                done
+            }
+            .await;
+            match result {
+                Ok(done) => {
+                    println!(
+                        "imported {} messages into {}",
+                        done.messages, settings.store.url
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ctxgate: import failed: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Migrate => {
             telemetry::init(&settings.telemetry);
             let result = async {

@@ -209,14 +209,45 @@ pub async fn run(
 
 /// Loads the history in batches; returns the ids that were given as numbers.
 async fn load_history(store: &SqliteStore, path: &Path) -> anyhow::Result<HashMap<String, Value>> {
+    Ok(import(store, path, CHANNEL, false).await?.numeric_ids)
+}
+
+/// What an import read.
+pub struct Imported {
+    pub messages: usize,
+    numeric_ids: HashMap<String, Value>,
+}
+
+/// Imports a JSONL history (the `context select` schema) into `channel`'s conversations, in
+/// batches of one transaction each. Idempotent: a message id already stored in its
+/// conversation is left as it is. With `progress`, a progress bar on stderr (when a terminal).
+pub async fn import(
+    store: &dyn Store,
+    path: &Path,
+    channel: &str,
+    progress: bool,
+) -> anyhow::Result<Imported> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let bar = if progress {
+        let bar = indicatif::ProgressBar::new(file.metadata().map(|m| m.len()).unwrap_or(0));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} [{bar:40}] {per_sec} eta {eta} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut numeric = HashMap::new();
     let mut batch = Vec::with_capacity(BATCH);
     let mut count = 0usize;
     let started = Instant::now();
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
         let line = line?;
+        bar.inc(line.len() as u64 + 1);
         if line.trim().is_empty() {
             continue;
         }
@@ -225,22 +256,31 @@ async fn load_history(store: &SqliteStore, path: &Path) -> anyhow::Result<HashMa
         if let Id::Number(num) = &parsed.id {
             numeric.insert(num.to_string(), json!(num));
         }
-        batch.push(event(parsed).with_context(|| format!("{} line {}", path.display(), n + 1))?);
+        let mut event =
+            event(parsed).with_context(|| format!("{} line {}", path.display(), n + 1))?;
+        event.channel = channel.to_owned();
+        batch.push(event);
         if batch.len() == BATCH {
-            store.ingest_batch(&batch, 0).await?;
+            store
+                .ingest_batch(&batch, chrono::Utc::now().timestamp_millis())
+                .await?;
             count += batch.len();
             batch.clear();
-            if count.is_multiple_of(50_000) {
-                eprintln!("loaded {count} messages…");
-            }
+            bar.set_message(format!("{count} messages"));
         }
     }
     count += batch.len();
-    store.ingest_batch(&batch, 0).await?;
+    store
+        .ingest_batch(&batch, chrono::Utc::now().timestamp_millis())
+        .await?;
+    bar.finish_and_clear();
     eprintln!(
-        "loaded {count} messages from {} in {:.1} s",
+        "read {count} messages from {} in {:.1} s",
         path.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(numeric)
+    Ok(Imported {
+        messages: count,
+        numeric_ids: numeric,
+    })
 }

@@ -303,3 +303,51 @@ async fn context_select_runs_the_selection_over_jsonl_files() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.jsonl line 1"), "{err}");
 }
+
+#[tokio::test]
+async fn import_twice_gives_the_same_history_which_a_webhook_conversation_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..30)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"id": format!("old-{i}"), "conversation": "c1", "sender": "ann", "role": role,
+                   "text": format!("imported line {i}"),
+                   "timestamp": format!("2025-05-01T10:{i:02}:00Z")})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("h.jsonl"), lines).unwrap();
+    for _ in 0..2 {
+        let out = ctxgate(dir.path())
+            .args(["import", "h.jsonl", "--channel", "webhook:default"])
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("imported 30 messages"));
+    }
+    // The same database through the gateway: 30 messages, once; a new webhook message in that
+    // conversation gets the imported history as context.
+    let mut settings = crate::helpers::test_settings(dir.path());
+    settings.store.url = format!("sqlite://{}", dir.path().join("data/ctxgate.db").display());
+    let app = crate::helpers::spawn_app_with(|s| *s = settings).await;
+    let conv = app.admin_json("/admin/conversations").await["items"][0].clone();
+    assert_eq!(conv["external_id"], "c1");
+    let history = app
+        .admin_json(&format!(
+            "/admin/conversations/{}/messages?limit=100",
+            conv["id"]
+        ))
+        .await;
+    assert_eq!(history["items"].as_array().unwrap().len(), 30);
+    app.post_webhook(&json!({"conversation": "c1", "sender": "ann", "text": "and now?"}))
+        .await;
+    app.worker("w").run_once().await.unwrap();
+    let seen = app.brain.requests().pop().unwrap();
+    assert_eq!(seen.context.last().unwrap().text, "imported line 29");
+}
