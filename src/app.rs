@@ -74,6 +74,7 @@ impl App {
             store: Arc::new(sqlite.clone()),
             clock: overrides.clock.unwrap_or_default(),
             context: ContextEngine::new(counter),
+            metrics: crate::metrics::Metrics::new(),
             brains: Arc::new(brains),
             sinks: Arc::new(sinks),
             task_ready: Arc::new(Notify::new()),

@@ -18,6 +18,7 @@ pub struct Deps {
     pub settings: Arc<Settings>,
     pub store: Arc<dyn Store>,
     pub clock: Clock,
+    pub metrics: crate::metrics::Metrics,
     /// Decides what each prompt holds.
     pub context: ContextEngine,
     /// Brains by configured name.

@@ -38,6 +38,7 @@ pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
             get(|| async { axum::Json(json!({"status": "ok"})) }),
         )
         .route("/readyz", get(ready))
+        .route("/metrics", get(metrics))
         .with_state(deps.clone())
         .merge(WebhookReceiver::new(endpoints, intake).router());
     match admin::router(deps) {
@@ -53,6 +54,24 @@ pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
             settings.http.request_timeout,
         ))
         .layer(TraceLayer::new_for_http())
+}
+
+async fn metrics(State(deps): State<Deps>) -> impl IntoResponse {
+    match deps.store.backlog().await {
+        Ok((pending, running, outbox)) => {
+            deps.metrics.tasks_pending.set(pending);
+            deps.metrics.tasks_running.set(running);
+            deps.metrics.outbox_backlog.set(outbox);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: backlog unavailable"),
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        deps.metrics.render(),
+    )
 }
 
 async fn ready(State(deps): State<Deps>) -> impl IntoResponse {

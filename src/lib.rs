@@ -15,6 +15,7 @@ pub mod deps;
 pub mod domain;
 pub mod http;
 pub mod intake;
+pub mod metrics;
 pub mod outbox;
 pub mod scheduler;
 pub mod store;

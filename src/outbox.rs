@@ -105,7 +105,10 @@ impl Outbox {
                     )
                     .await?;
                 tracing::info!("answer delivered");
-                Ok(DeliverOnce::Delivered(d.id))
+                {
+                    self.count(&d.channel, "delivered");
+                    Ok(DeliverOnce::Delivered(d.id))
+                }
             }
             Err(e) => {
                 let retry_at = self.retry_at(&d, &e, now);
@@ -114,13 +117,30 @@ impl Outbox {
                     .await?;
                 if retry_at.is_some() {
                     tracing::warn!(error = %e, attempt = d.attempts, "delivery failed; will retry");
-                    Ok(DeliverOnce::Retrying(d.id))
+                    {
+                        self.count(&d.channel, "retrying");
+                        Ok(DeliverOnce::Retrying(d.id))
+                    }
                 } else {
                     tracing::error!(error = %e, "delivery failed for good");
-                    Ok(DeliverOnce::Failed(d.id))
+                    {
+                        self.count(&d.channel, "failed");
+                        Ok(DeliverOnce::Failed(d.id))
+                    }
                 }
             }
         }
+    }
+
+    fn count(&self, channel: &str, outcome: &str) {
+        self.deps
+            .metrics
+            .deliveries
+            .get_or_create(&crate::metrics::DeliveryLabels {
+                channel: channel.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
     }
 
     fn retry_at(&self, d: &DeliveryRecord, e: &ChannelError, now: i64) -> Option<i64> {

@@ -111,6 +111,8 @@ pub struct Selection {
     pub tokens: usize,
     pub budget: Option<usize>,
     pub triage_usage: Option<Usage>,
+    /// Triage was asked but failed open (timeout, error, unusable answer).
+    pub triage_failed_open: bool,
     /// What happened along the way (triage failed open, budget exceeded by protected items…).
     pub notes: Vec<String>,
 }
@@ -123,6 +125,7 @@ impl Selection {
             tokens: 0,
             budget: None,
             triage_usage: None,
+            triage_failed_open: false,
             notes: Vec::new(),
         }
     }
@@ -184,6 +187,7 @@ struct Chosen {
     kept: Vec<(MessageRecord, Reason)>,
     left: Vec<Left>,
     triage_usage: Option<Usage>,
+    failed_open: bool,
     notes: Vec<String>,
 }
 
@@ -287,6 +291,7 @@ impl ContextEngine {
                         .collect(),
                     left: Vec::new(),
                     triage_usage: None,
+                    failed_open: false,
                     notes: vec!["selection failed; fell back to the newest messages".into()],
                 }
             }
@@ -345,6 +350,7 @@ impl ContextEngine {
             left_out: left,
             budget,
             triage_usage: chosen.triage_usage,
+            triage_failed_open: chosen.failed_open,
             notes,
         })
     }
@@ -369,6 +375,7 @@ impl ContextEngine {
             kept: Vec::new(),
             left: Vec::new(),
             triage_usage: None,
+            failed_open: false,
             notes: Vec::new(),
         };
         // 4. Shortcut: include all.
@@ -414,6 +421,7 @@ impl ContextEngine {
             }
             triage::Verdict::FailOpen(why, usage) => {
                 out.triage_usage = usage;
+                out.failed_open = completer.is_some();
                 out.notes.push(format!("{why}; every older candidate kept"));
                 out.kept.extend(older.into_iter().map(|m| {
                     let r = reason_for(&m, Reason::FailOpen);

@@ -95,6 +95,9 @@ pub trait Store: Send + Sync + 'static {
     async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>>;
     async fn task_attempts(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>>;
 
+    /// Work waiting: (pending tasks, running tasks, undelivered answers).
+    async fn backlog(&self) -> StoreResult<(i64, i64, i64)>;
+
     /// Token totals of tasks created in `[since, until)` (unix ms), grouped.
     async fn usage_totals(
         &self,

@@ -65,6 +65,7 @@ impl Worker {
             None
         };
 
+        let brain_started = std::time::Instant::now();
         let (mode, selection, reply, fallback) = match &session {
             Some(s) => {
                 let resume = Resume {
@@ -115,6 +116,29 @@ impl Worker {
             }
         };
 
+        let metrics = &self.deps.metrics;
+        let used = fallback.clone().unwrap_or_else(|| task.brain.clone());
+        metrics
+            .brain_latency
+            .get_or_create(&crate::metrics::BrainLabels {
+                brain: used.clone(),
+            })
+            .observe(brain_started.elapsed().as_secs_f64());
+        for (kind, n) in [
+            ("prompt", reply.usage.prompt_tokens),
+            ("completion", reply.usage.completion_tokens),
+        ] {
+            metrics
+                .brain_tokens
+                .get_or_create(&crate::metrics::TokenLabels {
+                    brain: used.clone(),
+                    kind: kind.into(),
+                })
+                .inc_by(n);
+        }
+        if selection.triage_failed_open {
+            metrics.triage_fail_open.inc();
+        }
         // Remember the session the brain reported (or kept) as having seen up to the trigger.
         let session_id = reply.session.clone().or_else(|| {
             (mode == SessionMode::Resumed)

@@ -165,6 +165,7 @@ impl Worker {
                 if self.deps.store.complete_task(&done, now).await? {
                     self.deps.delivery_ready.notify_one();
                     tracing::info!("task completed");
+                    self.finished(&task, "completed", now);
                     Ok(Outcome::Completed)
                 } else {
                     tracing::warn!("lease lost before completion; the answer is discarded");
@@ -187,6 +188,7 @@ impl Worker {
                     Ok(Outcome::Retrying)
                 } else {
                     tracing::error!(error = %message, "task failed");
+                    self.finished(&task, "failed", now);
                     Ok(Outcome::Failed)
                 }
             }
@@ -203,6 +205,13 @@ impl Worker {
         let backoff = settings.retry_backoff[idx.min(settings.retry_backoff.len() - 1)];
         let wait = backoff.max(e.retry_after().unwrap_or_default());
         Some(now + wait.as_millis() as i64)
+    }
+
+    fn finished(&self, task: &TaskRecord, status: &str, now: i64) {
+        let seconds = (now - task.created_at) as f64 / 1000.0;
+        self.deps
+            .metrics
+            .task_finished(status, task.source_type.as_str(), seconds);
     }
 
     /// Renews the lease until it is lost (then returns); runs beside the work.

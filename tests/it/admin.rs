@@ -194,3 +194,38 @@ async fn context_preview_explains_what_a_new_message_would_get() {
         .await;
     assert_eq!(r.status(), 404);
 }
+
+#[tokio::test]
+async fn metrics_count_tasks_deliveries_tokens_and_backlog() {
+    let app = spawn_app().await;
+    app.brain.then_reply("ok");
+    for conv in ["m1", "m2"] {
+        app.post_webhook(&json!({"conversation": conv, "sender": "u", "text": "hi"}))
+            .await;
+    }
+    app.worker("w").run_once().await.unwrap();
+    app.outbox().run_once().await.unwrap();
+    let text = app
+        .http
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "ctxgate_tasks_finished_total{status=\"completed\",source=\"webhook\"} 1",
+        "ctxgate_deliveries_total{channel=\"webhook:default\",outcome=\"delivered\"} 1",
+        "ctxgate_brain_tokens_total{brain=\"default\",kind=\"prompt\"} 10",
+        "ctxgate_tasks_pending 1",
+        "ctxgate_outbox_backlog 0",
+        "ctxgate_triage_fail_open_total 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    assert!(text.contains("ctxgate_task_latency_seconds_count{source=\"webhook\"} 1"));
+}

@@ -187,6 +187,16 @@ impl Store for SqliteStore {
         self.attempts_of(id).await
     }
 
+    async fn backlog(&self) -> StoreResult<(i64, i64, i64)> {
+        Ok(sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM tasks WHERE status = 'pending'),
+                    (SELECT COUNT(*) FROM tasks WHERE status = 'running'),
+                    (SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'delivering'))",
+        )
+        .fetch_one(&self.read)
+        .await?)
+    }
+
     async fn usage_totals(
         &self,
         by: UsageGroup,
