@@ -25,7 +25,10 @@ const MAX_LIMIT: usize = 500;
 
 /// The admin routes (to nest under `/admin`), or `None` when no token is configured (the API is then disabled).
 pub fn router(deps: Deps) -> Option<Router> {
-    let token = deps.settings.admin.token.clone()?;
+    let tokens = Tokens {
+        full: deps.settings.admin.token.clone()?,
+        read_only: deps.settings.admin.read_only_token.clone(),
+    };
     let routes = Router::new()
         .route("/tasks", get(tasks::list))
         .route("/tasks/{id}", get(tasks::detail))
@@ -47,12 +50,26 @@ pub fn router(deps: Deps) -> Option<Router> {
         .route("/conversations/{id}/context", get(context::preview))
         .fallback(|| async { ApiError::not_found("admin route") })
         .with_state(deps)
-        .layer(middleware::from_fn_with_state(token, require_token));
+        .layer(middleware::from_fn_with_state(tokens, require_token));
     Some(routes)
 }
 
+/// The admin tokens: full access, and optionally read-only (GET only).
+#[derive(Clone)]
+struct Tokens {
+    full: Secret,
+    read_only: Option<Secret>,
+}
+
+/// Compares digests in constant time (so neither content nor length leaks through timing).
+fn same(given: &str, secret: &Secret) -> bool {
+    let a = Sha256::digest(given.as_bytes());
+    let b = Sha256::digest(secret.expose().as_bytes());
+    bool::from(a.ct_eq(&b))
+}
+
 async fn require_token(
-    State(token): State<Secret>,
+    State(tokens): State<Tokens>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -68,18 +85,24 @@ async fn require_token(
             "send Authorization: Bearer <admin token>",
         ));
     };
-    // Compare digests in constant time (so neither content nor length leaks through timing).
-    let a = Sha256::digest(given.as_bytes());
-    let b = Sha256::digest(token.expose().as_bytes());
-    if bool::from(a.ct_eq(&b)) {
-        Ok(next.run(request).await)
-    } else {
-        Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "the admin token is not valid",
-        ))
+    if same(given, &tokens.full) {
+        return Ok(next.run(request).await);
     }
+    if tokens.read_only.as_ref().is_some_and(|t| same(given, t)) {
+        if request.method() == axum::http::Method::GET {
+            return Ok(next.run(request).await);
+        }
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "read_only_token",
+            "the read-only token cannot change anything",
+        ));
+    }
+    Err(ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "the admin token is not valid",
+    ))
 }
 
 /// `limit` within 1..=500 (default 50).

@@ -154,6 +154,11 @@ pub struct AdminSettings {
     /// File holding the token (trailing whitespace ignored).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// A second token that may only read (GET), e.g. for dashboards (or `read_only_token_file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_token_file: Option<PathBuf>,
 }
 
 /// Logs and traces.

@@ -135,10 +135,18 @@ impl Settings {
         origin_of: &dyn Fn(&str) -> String,
     ) -> Result<(), ConfigError> {
         let fail = |key: &str, msg: &str| Err(ConfigError::key(origin_of(key), key, msg));
-        if let Some(t) = &self.admin.token
-            && t.expose().len() < 16
-        {
-            return fail("admin.token", "must be at least 16 characters");
+        for (key, token) in [
+            ("admin.token", &self.admin.token),
+            ("admin.read_only_token", &self.admin.read_only_token),
+        ] {
+            if let Some(t) = token
+                && t.expose().len() < 16
+            {
+                return fail(key, "must be at least 16 characters");
+            }
+        }
+        if self.admin.read_only_token.is_some() && self.admin.token.is_none() {
+            return fail("admin.read_only_token", "needs admin.token as well");
         }
         for (name, hook) in &self.webhooks {
             if let Some(s) = &hook.secret
@@ -160,6 +168,11 @@ impl Settings {
             && let Some(path) = &self.admin.token_file
         {
             self.admin.token = Some(read_secret(path, "admin.token_file")?);
+        }
+        if self.admin.read_only_token.is_none()
+            && let Some(path) = &self.admin.read_only_token_file
+        {
+            self.admin.read_only_token = Some(read_secret(path, "admin.read_only_token_file")?);
         }
         for (name, brain) in self.brains.iter_mut() {
             if brain.api_key.is_none() {

@@ -229,3 +229,32 @@ async fn metrics_count_tasks_deliveries_tokens_and_backlog() {
     }
     assert!(text.contains("ctxgate_task_latency_seconds_count{source=\"webhook\"} 1"));
 }
+
+#[tokio::test]
+async fn the_read_only_token_reads_but_cannot_change_anything() {
+    let app = spawn_app_with(|s| {
+        s.admin.read_only_token = Some(ctxgate::config::Secret::new("read-only-token-for-tests"));
+    })
+    .await;
+    let r = app
+        .http
+        .get(format!("{}/admin/tasks", app.base))
+        .bearer_auth("read-only-token-for-tests")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = app
+        .http
+        .post(format!("{}/admin/schedules", app.base))
+        .bearer_auth("read-only-token-for-tests")
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "read_only_token"
+    );
+}
