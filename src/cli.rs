@@ -26,6 +26,8 @@ pub enum Command {
     Migrate,
     /// Validate the configuration and print the effective settings (secrets redacted).
     CheckConfig,
+    /// Check the configuration, the store and every configured peer; exit 1 if any check fails.
+    Doctor,
     /// Import conversation history from JSONL (the `context select` history schema); running
     /// it again changes nothing.
     Import {

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod config;
 pub mod context;
 pub mod deps;
+pub mod doctor;
 pub mod domain;
 pub mod http;
 pub mod intake;

@@ -50,6 +50,24 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Doctor => {
+            let origin = cli.config.as_ref().map_or_else(
+                || "the configuration".to_owned(),
+                |p| p.display().to_string(),
+            );
+            let checks = ctxgate::doctor::run(&settings, &origin).await;
+            for c in &checks {
+                println!("{c}");
+            }
+            if checks
+                .iter()
+                .any(|c| c.status == ctxgate::doctor::Status::Fail)
+            {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
         Command::Import { file, channel } => {
             let result = async {
                 let store = SqliteStore::connect(&settings.store).await?;

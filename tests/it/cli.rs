@@ -351,3 +351,60 @@ async fn import_twice_gives_the_same_history_which_a_webhook_conversation_contin
     let seen = app.brain.requests().pop().unwrap();
     assert_eq!(seen.context.last().unwrap().text, "imported line 29");
 }
+
+#[tokio::test]
+async fn doctor_reports_each_check_and_fails_on_a_broken_peer() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = ctxgate(dir.path()).arg("doctor").output().await.unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("store")),
+        "{report}"
+    );
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("warn") && l.contains("brain default")),
+        "{report}"
+    );
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string("{\"error\":\"invalid api key\"}"))
+        .mount(&server)
+        .await;
+    std::fs::write(
+        dir.path().join("c.toml"),
+        format!(
+            "[brains.default]\nkind = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"m\"\napi_key = \"sk-wrong\"\n",
+            server.uri()
+        ),
+    )
+    .unwrap();
+    let out = ctxgate(dir.path())
+        .args(["--config", "c.toml", "doctor"])
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    let line = report
+        .lines()
+        .find(|l| l.contains("brain default"))
+        .unwrap();
+    assert!(
+        line.starts_with("FAIL") && line.contains("api_key"),
+        "{line}"
+    );
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("store"))
+    );
+}

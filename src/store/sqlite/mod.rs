@@ -90,6 +90,14 @@ impl SqliteStore {
         Ok(applied(&self.write).await.saturating_sub(before))
     }
 
+    /// Migrations not applied yet.
+    pub async fn pending_migrations(&self) -> StoreResult<usize> {
+        Ok(MIGRATOR
+            .iter()
+            .count()
+            .saturating_sub(applied(&self.write).await))
+    }
+
     /// Closes both pools (checkpointing the WAL).
     pub async fn close(&self) {
         self.read.close().await;

@@ -1,0 +1,194 @@
+//! `ctxgate doctor`: checks the configuration, the store and every configured peer, one line
+//! per check with a diagnosis and what to do.
+
+use std::path::Path;
+
+use crate::brain::BrainError;
+use crate::config::{BrainKind, Settings};
+use crate::store::sqlite::SqliteStore;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub status: Status,
+    pub name: String,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self.status {
+            Status::Ok => "ok  ",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        };
+        write!(f, "{s}  {:<22} {}", self.name, self.detail)
+    }
+}
+
+fn check(status: Status, name: impl Into<String>, detail: impl Into<String>) -> Check {
+    Check {
+        status,
+        name: name.into(),
+        detail: detail.into(),
+    }
+}
+
+pub async fn run(settings: &Settings, origin: &str) -> Vec<Check> {
+    let mut out = vec![check(Status::Ok, "config", format!("{origin} is valid"))];
+    out.push(store(settings).await);
+    out.push(match &settings.admin.token {
+        Some(_) => check(Status::Ok, "admin api", "on (bearer token configured)"),
+        None => check(
+            Status::Warn,
+            "admin api",
+            "off: set admin.token (or CTXGATE__ADMIN__TOKEN) to see tasks and conversations",
+        ),
+    });
+    for (name, hook) in settings.webhooks.iter().filter(|(_, w)| w.enabled) {
+        let key = format!("webhook {name}");
+        out.push(match (&hook.secret, &hook.secret_file) {
+            (Some(_), _) => check(
+                Status::Ok,
+                key,
+                format!("POST /webhooks/{name}, secret set"),
+            ),
+            (None, Some(path)) => check(
+                Status::Ok,
+                key,
+                format!(
+                    "POST /webhooks/{name}; a secret will be generated into {}",
+                    path.display()
+                ),
+            ),
+            (None, None) => check(Status::Fail, key, "no secret: set secret or secret_file"),
+        });
+    }
+    let brains = match crate::brain::build_all(settings) {
+        Ok(b) => b,
+        Err(e) => {
+            out.push(check(
+                Status::Fail,
+                "brains",
+                format!("cannot set up: {e:#}"),
+            ));
+            return out;
+        }
+    };
+    for (name, b) in &settings.brains {
+        let key = format!("brain {name}");
+        out.push(match b.kind {
+            BrainKind::Echo => check(
+                Status::Warn,
+                key,
+                "the built-in echo brain: answers quote the message; configure a model",
+            ),
+            BrainKind::Cli => cli(key, &b.command[0]),
+            BrainKind::Openai | BrainKind::Anthropic => {
+                let fast = brains.get(name).and_then(|b| b.fast());
+                match fast {
+                    Some(f) => match f.complete("Reply with the single word OK.").await {
+                        Ok((text, _)) => check(
+                            Status::Ok,
+                            key,
+                            format!(
+                                "answered {:?}",
+                                text.trim().chars().take(40).collect::<String>()
+                            ),
+                        ),
+                        Err(e) => check(Status::Fail, key, diagnose(&e, b.base_url.as_deref())),
+                    },
+                    None => check(Status::Fail, key, "has no completer"),
+                }
+            }
+        });
+    }
+    out
+}
+
+async fn store(settings: &Settings) -> Check {
+    match SqliteStore::connect(&settings.store).await {
+        Err(e) => check(
+            Status::Fail,
+            "store",
+            format!(
+                "cannot open {}: {e}; check store.url and that its folder is writable",
+                settings.store.url
+            ),
+        ),
+        Ok(s) => {
+            let pending = s.pending_migrations().await;
+            s.close().await;
+            match pending {
+                Ok(0) => check(
+                    Status::Ok,
+                    "store",
+                    format!("{} is up to date", settings.store.url),
+                ),
+                Ok(n) => check(
+                    Status::Ok,
+                    "store",
+                    format!(
+                        "{}: {n} migration(s) will be applied at start-up (or run ctxgate migrate)",
+                        settings.store.url
+                    ),
+                ),
+                Err(e) => check(
+                    Status::Fail,
+                    "store",
+                    format!("{}: {e}", settings.store.url),
+                ),
+            }
+        }
+    }
+}
+
+fn cli(key: String, program: &str) -> Check {
+    let found = if program.contains('/') {
+        Path::new(program).is_file().then(|| program.to_owned())
+    } else {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join(program))
+                .find(|p| p.is_file())
+                .map(|p| p.display().to_string())
+        })
+    };
+    match found {
+        Some(path) => check(Status::Ok, key, format!("command found at {path}")),
+        None => check(
+            Status::Fail,
+            key,
+            format!("command {program:?} not found; check brains.*.command and PATH"),
+        ),
+    }
+}
+
+/// What a failed tiny call means, and what to do about it.
+fn diagnose(e: &BrainError, base: Option<&str>) -> String {
+    let base = base.unwrap_or("the default URL");
+    let text = e.to_string();
+    let hint = if text.contains("401") || text.contains("403") {
+        "the provider refused the credentials: check api_key / api_key_file / api_key_env"
+    } else if text.contains("404") {
+        "not found: check base_url (OpenAI-compatible servers usually end in /v1) and model"
+    } else if matches!(e, BrainError::Timeout(_)) {
+        "no answer in time: is the server reachable and not overloaded? (timeout)"
+    } else if text.contains("request failed") {
+        "cannot connect: is the server running at base_url?"
+    } else if text.contains("429") {
+        "rate limited: the key works, but the provider is throttling"
+    } else {
+        "see the provider's answer"
+    };
+    format!(
+        "{hint} ({base}): {}",
+        text.chars().take(200).collect::<String>()
+    )
+}
