@@ -200,10 +200,17 @@ async fn bad_stale_missing_or_replayed_signatures_are_refused_and_create_nothing
 async fn the_same_message_id_twice_yields_one_task() {
     let app = spawn_app().await;
     let body = json!({"conversation": "c", "sender": "u", "text": "hi", "message_id": "x-1"});
-    let first: Value = app.post_webhook(&body).await.json().await.unwrap();
-    // A second, separately signed delivery of the same message (a retrying sender).
     let raw = serde_json::to_vec(&body).unwrap();
-    let ts = chrono::Utc::now().timestamp() - 1;
+    let now = chrono::Utc::now().timestamp();
+    let first: Value = app
+        .post_signed(&raw, now, &signature::sign(SECRET.as_bytes(), now, &raw))
+        .await
+        .json()
+        .await
+        .unwrap();
+    // A second, separately signed delivery of the same message (a retrying sender): another
+    // timestamp, so another signature.
+    let ts = now - 1;
     let r = app
         .post_signed(&raw, ts, &signature::sign(SECRET.as_bytes(), ts, &raw))
         .await;
