@@ -33,6 +33,9 @@ pub fn router(deps: Deps) -> Option<Router> {
         .route("/tasks", get(tasks::list))
         .route("/tasks/{id}", get(tasks::detail))
         .route("/usage", get(tasks::usage))
+        .route("/config", get(tasks::config))
+        .route("/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/tasks/{id}/retry", post(tasks::retry))
         .route("/schedules", get(schedules::list).post(schedules::create))
         .route(
             "/schedules/{id}",

@@ -99,6 +99,60 @@ pub async fn usage(
     Ok(Json(json!({ "items": items })))
 }
 
+/// `POST /admin/tasks/{id}/cancel`: a pending task is cancelled (409 otherwise).
+pub async fn cancel(
+    State(deps): State<Deps>,
+    Path(id): Path<i64>,
+) -> Result<Json<Value>, ApiError> {
+    change(
+        &deps,
+        id,
+        |deps, id, now| async move { deps.store.cancel_task(id, now).await },
+        "only a pending task can be cancelled",
+    )
+    .await
+}
+
+/// `POST /admin/tasks/{id}/retry`: a failed or cancelled task is queued again with the
+/// configured number of attempts (409 otherwise).
+pub async fn retry(State(deps): State<Deps>, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
+    let attempts = deps.settings.worker.max_attempts;
+    let result = change(
+        &deps,
+        id,
+        |deps, id, now| async move { deps.store.retry_task(id, attempts, now).await },
+        "only a failed or cancelled task can be retried",
+    )
+    .await;
+    deps.task_ready.notify_one();
+    result
+}
+
+async fn change<F, Fut>(deps: &Deps, id: i64, f: F, refused: &str) -> Result<Json<Value>, ApiError>
+where
+    F: FnOnce(Deps, TaskId, i64) -> Fut,
+    Fut: std::future::Future<Output = crate::store::StoreResult<bool>>,
+{
+    let id = TaskId(id);
+    if deps.store.get_task(id).await?.is_none() {
+        return Err(ApiError::not_found("task"));
+    }
+    if !f(deps.clone(), id, deps.clock.now_ms()).await? {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "wrong_status",
+            refused,
+        ));
+    }
+    let task = deps.store.get_task(id).await?;
+    Ok(Json(json!({ "task": task })))
+}
+
+/// `GET /admin/config`: the effective configuration, secrets redacted.
+pub async fn config(State(deps): State<Deps>) -> Json<Value> {
+    Json(json!(deps.settings.as_ref()))
+}
+
 /// `GET /admin/tasks/{id}`: the task with its attempts, trigger message and deliveries.
 pub async fn detail(
     State(deps): State<Deps>,

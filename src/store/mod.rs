@@ -81,6 +81,13 @@ pub trait Store: Send + Sync + 'static {
         now: i64,
     ) -> StoreResult<bool>;
 
+    /// Cancels a pending task; false when it is not pending.
+    async fn cancel_task(&self, id: TaskId, now: i64) -> StoreResult<bool>;
+
+    /// Sends a failed or cancelled task back to the queue with `extra_attempts` more attempts;
+    /// false when it is neither.
+    async fn retry_task(&self, id: TaskId, extra_attempts: u32, now: i64) -> StoreResult<bool>;
+
     /// Hands a running task back without counting the attempt (shutdown).
     async fn release_task(&self, id: TaskId, worker: &str, now: i64) -> StoreResult<bool>;
 

@@ -258,3 +258,73 @@ async fn the_read_only_token_reads_but_cannot_change_anything() {
         "read_only_token"
     );
 }
+
+#[tokio::test]
+async fn tasks_can_be_cancelled_and_retried_and_the_config_is_shown_redacted() {
+    use ctxgate::brain::{BrainError, Step};
+
+    let app = spawn_app().await;
+    let post = |path: String| {
+        app.http
+            .post(format!("{}{path}", app.base))
+            .bearer_auth(crate::helpers::ADMIN_TOKEN)
+            .send()
+    };
+    let id = |r: Value| r["task_id"].as_i64().unwrap();
+    let a = id(app
+        .post_webhook(&json!({"conversation": "x", "sender": "u", "text": "a"}))
+        .await
+        .json()
+        .await
+        .unwrap());
+    let r = post(format!("/admin/tasks/{a}/cancel")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["task"]["status"],
+        "cancelled"
+    );
+    assert_eq!(
+        app.worker("w").run_once().await.unwrap(),
+        ctxgate::worker::RunOnce::Empty
+    );
+    assert_eq!(
+        post(format!("/admin/tasks/{a}/cancel"))
+            .await
+            .unwrap()
+            .status(),
+        409
+    );
+
+    // A failed task comes back with fresh attempts and is answered.
+    app.brain
+        .then(Step::Fail(BrainError::Permanent("bad".into())));
+    let b = id(app
+        .post_webhook(&json!({"conversation": "y", "sender": "u", "text": "b"}))
+        .await
+        .json()
+        .await
+        .unwrap());
+    app.worker("w").run_once().await.unwrap();
+    let r = post(format!("/admin/tasks/{b}/retry")).await.unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["task"]["status"],
+        "pending"
+    );
+    app.worker("w").run_once().await.unwrap();
+    assert_eq!(
+        app.admin_json(&format!("/admin/tasks/{b}")).await["task"]["status"],
+        "completed"
+    );
+    assert_eq!(
+        post("/admin/tasks/999/retry".into())
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+
+    let config = app.admin_json("/admin/config").await;
+    assert_eq!(config["admin"]["token"], "[redacted]");
+    assert_eq!(config["webhooks"]["default"]["secret"], "[redacted]");
+    assert_eq!(config["worker"]["max_attempts"], 3);
+}

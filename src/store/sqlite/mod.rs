@@ -171,6 +171,32 @@ impl Store for SqliteStore {
         self.fail_tx(id, worker, error, retry_at, now).await
     }
 
+    async fn cancel_task(&self, id: TaskId, now: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE tasks SET status = 'cancelled', finished_at = ?1, updated_at = ?1
+             WHERE id = ?2 AND status = 'pending'",
+        )
+        .bind(now)
+        .bind(id.0)
+        .execute(&self.write)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn retry_task(&self, id: TaskId, extra_attempts: u32, now: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE tasks SET status = 'pending', available_at = ?1, finished_at = NULL,
+                 max_attempts = attempts + ?2, updated_at = ?1
+             WHERE id = ?3 AND status IN ('failed', 'cancelled')",
+        )
+        .bind(now)
+        .bind(extra_attempts as i64)
+        .bind(id.0)
+        .execute(&self.write)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn release_task(&self, id: TaskId, worker: &str, now: i64) -> StoreResult<bool> {
         self.release_tx(id, worker, now).await
     }
