@@ -99,6 +99,7 @@ fn incoming() -> Incoming {
         until_ms: None,
         reply_to: None,
         resume: None,
+        agent: None,
     }
 }
 

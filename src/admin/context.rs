@@ -56,6 +56,7 @@ pub async fn preview(
         until_ms: None,
         reply_to: q.reply_to.map(MessageId),
         resume: None,
+        agent: None,
     };
     let selection = deps
         .context

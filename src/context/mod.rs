@@ -52,6 +52,8 @@ pub enum Reason {
     ExcludedDeleted,
     /// Acknowledgement and progress posts.
     ExcludedProgress,
+    /// Addressed to other agents (see the message's audience).
+    ExcludedAudience,
 }
 
 /// The message a context is built for.
@@ -68,6 +70,18 @@ pub struct Incoming {
     pub reply_to: Option<MessageId>,
     /// For a brain that keeps its own session: what that session was already given.
     pub resume: Option<Resume>,
+    /// The agent the context is for: it sees only its own messages and those addressed to it
+    /// or to everyone. `None` (people, operators) sees everything.
+    pub agent: Option<String>,
+}
+
+impl Incoming {
+    /// Whether the agent this context is for may see `m`.
+    pub fn may_see(&self, m: &MessageRecord) -> bool {
+        self.agent
+            .as_deref()
+            .is_none_or(|a| m.agent.as_deref() == Some(a) || m.audience.includes_agent(a))
+    }
 }
 
 /// A resumed brain session holds everything up to `after`, and its own answers.
@@ -227,6 +241,13 @@ impl ContextEngine {
         let mut candidates = Vec::new();
         let new_to_session = |m: &MessageRecord| incoming.resume.as_ref().is_none_or(|r| !r.has(m));
         for m in window.into_iter().filter(|m| new_to_session(m)) {
+            if !incoming.may_see(&m) {
+                left.push(Left {
+                    id: m.id,
+                    reason: Reason::ExcludedAudience,
+                });
+                continue;
+            }
             match candidates::exclusion(&m) {
                 Some(reason) => left.push(Left { id: m.id, reason }),
                 None => candidates.push(m),
@@ -238,7 +259,7 @@ impl ContextEngine {
                 .background_results(conversation, bound, settings.previous_tasks_count)
                 .await?
             {
-                if !new_to_session(&b) {
+                if !new_to_session(&b) || !incoming.may_see(&b) {
                     continue;
                 }
                 left.retain(|l| l.id != b.id);
@@ -258,7 +279,10 @@ impl ContextEngine {
         // 3. Reply parent, from anywhere in this conversation.
         let parent = match incoming.reply_to {
             Some(id) => store.get_message(id).await?.filter(|p| {
-                p.conversation_id == conversation && p.deleted_at.is_none() && new_to_session(p)
+                p.conversation_id == conversation
+                    && p.deleted_at.is_none()
+                    && new_to_session(p)
+                    && incoming.may_see(p)
             }),
             None => None,
         };
@@ -319,6 +343,7 @@ impl ContextEngine {
                 text: &incoming.text,
                 at_ms: incoming.at_ms,
                 bound,
+                incoming,
             };
             // A resumed session has the archive already: no recall then.
             let recall_on = settings.archive_recall && incoming.resume.is_none();

@@ -176,6 +176,7 @@ pub async fn run(
                     until_ms,
                     reply_to,
                     resume: None,
+                    agent: None,
                 };
                 engine
                     .select(&store, &conversation, c.id, &incoming, completer.as_deref())

@@ -214,6 +214,8 @@ pub struct Recall<'a> {
     pub at_ms: i64,
     /// The part of the conversation that may be recalled.
     pub bound: Bound,
+    /// Whose context this is (audience filtering).
+    pub incoming: &'a super::Incoming,
 }
 
 /// A scored full-text match.
@@ -247,7 +249,7 @@ impl Recall<'_> {
         let lower_text = self.text.to_lowercase();
         let mut scored: Vec<Match> = hits
             .into_iter()
-            .filter(|h| eligible(&h.message))
+            .filter(|h| eligible(&h.message) && self.incoming.may_see(&h.message))
             .map(|h| {
                 let m = h.message;
                 let mut score = h.score;
@@ -277,6 +279,7 @@ impl Recall<'_> {
             .into_iter()
             .filter(|n| {
                 eligible(n)
+                    && self.incoming.may_see(n)
                     && self.bound.before.is_none_or(|b| n.id < b)
                     && self.bound.until_ms.is_none_or(|u| n.created_at <= u)
             })

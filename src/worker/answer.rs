@@ -210,6 +210,7 @@ impl Worker {
             until_ms: None,
             reply_to: trigger.reply_to_message_id,
             resume,
+            agent: Some(task.agent.clone()),
         };
         Ok(self
             .deps

@@ -32,6 +32,9 @@ pub struct M {
     pub source: SourceType,
     pub reply_to: Option<String>,
     pub deleted: bool,
+    pub audience: Audience,
+    /// For assistant messages: the agent that wrote it.
+    pub agent: Option<String>,
 }
 
 pub fn m(conv: &'static str, n: usize, role: Role, text: &str) -> M {
@@ -45,6 +48,8 @@ pub fn m(conv: &'static str, n: usize, role: Role, text: &str) -> M {
         source: SourceType::Webhook,
         reply_to: None,
         deleted: false,
+        audience: Audience::Everyone,
+        agent: None,
     }
 }
 
@@ -97,8 +102,8 @@ impl Fixture {
                     reply_to: h.reply_to.clone(),
                     source_type: h.source,
                     trigger: false,
-                    agent: None,
-                    audience: Audience::Everyone,
+                    agent: h.agent.clone(),
+                    audience: h.audience.clone(),
                     meta: Value::Null,
                 }),
                 cursor: None,
@@ -151,6 +156,7 @@ impl Fixture {
             until_ms: None,
             reply_to,
             resume: None,
+            agent: None,
         };
         self.engine
             .select(&self.store, settings, c, &incoming, completer)
@@ -553,6 +559,7 @@ async fn the_stored_message_bounds_the_context_by_arrival() {
         until_ms: Some(0),
         reply_to: None,
         resume: None,
+        agent: None,
     };
     let s = f
         .engine

@@ -8,7 +8,7 @@ use ctxgate::brain::ScriptedCompleter;
 use ctxgate::config::ConversationSettings;
 use ctxgate::domain::MessageId;
 use ctxgate::store::Store;
-use ctxgate_contract::{MessageKind, Role, SourceType};
+use ctxgate_contract::{Audience, MessageKind, Role, SourceType};
 use proptest::prelude::*;
 
 use crate::context::{Fixture, M, m};
@@ -63,6 +63,26 @@ fn case() -> impl Strategy<Value = Case> {
                             7 => msg.kind = MessageKind::Progress,
                             9 => msg.source = SourceType::Briefing,
                             _ => {}
+                        }
+                        // Two agents share the room; messages are addressed to one, both, or a
+                        // person.
+                        msg.audience = match (i * 7 + gap as usize) % 4 {
+                            0 => Audience::Everyone,
+                            1 => Audience::Addressed {
+                                agents: vec!["a1".into()],
+                                users: vec![],
+                            },
+                            2 => Audience::Addressed {
+                                agents: vec!["a2".into()],
+                                users: vec![],
+                            },
+                            _ => Audience::Addressed {
+                                agents: vec![],
+                                users: vec!["ann".into()],
+                            },
+                        };
+                        if role == Role::Assistant {
+                            msg.agent = Some(if i % 3 == 0 { "a1".into() } else { "a2".into() });
                         }
                         msg
                     })
@@ -196,5 +216,37 @@ async fn check(c: Case) -> Result<(), TestCaseError> {
         );
     }
     prop_assert_eq!(s.tokens, s.items.iter().map(|i| i.tokens).sum::<usize>());
+
+    // Audience: agent a1 never receives a message that is neither its own nor addressed to it
+    // (or to everyone) — whatever the settings, triage answer or reply target.
+    let completer = ScriptedCompleter::default();
+    if let Some(t) = &c.triage {
+        completer.answer(Ok(t));
+    }
+    let incoming = ctxgate::context::Incoming {
+        id: None,
+        text: "word3 word5 question".into(),
+        at_ms: crate::context::T0,
+        until_ms: None,
+        reply_to,
+        resume: None,
+        agent: Some("a1".into()),
+    };
+    let s = f
+        .engine
+        .select(&f.store, &c.settings, a, &incoming, Some(&completer))
+        .await
+        .unwrap();
+    for i in &s.items {
+        let m = &i.message;
+        prop_assert!(
+            m.agent.as_deref() == Some("a1") || m.audience.includes_agent("a1"),
+            "a1 got {} ({:?}, written by {:?})",
+            m.channel_message_id,
+            m.audience,
+            m.agent
+        );
+        prop_assert_eq!(m.conversation_id, a);
+    }
     Ok(())
 }

@@ -437,3 +437,44 @@ async fn an_answer_counts_as_earlier_context_even_when_stored_after_the_next_que
         .collect();
     assert_eq!(kinds, vec!["undelivered"]);
 }
+
+#[tokio::test]
+async fn an_agent_sees_only_what_is_addressed_to_it_or_everyone() {
+    let app = spawn_app().await;
+    let w = app.worker("w");
+    let outbox = app.outbox();
+    for (text, agent) in [
+        ("for everyone", None),
+        ("only for the reviewer", Some("reviewer")),
+    ] {
+        let mut body = json!({"conversation": "team", "sender": "ann", "text": text});
+        if let Some(a) = agent {
+            body["agent"] = json!(a);
+        }
+        assert_eq!(app.post_webhook(&body).await.status(), 202);
+        w.run_once().await.unwrap();
+        outbox.run_once().await.unwrap();
+    }
+    app.post_webhook(&json!({"conversation": "team", "sender": "ann", "text": "and you?"}))
+        .await;
+    w.run_once().await.unwrap();
+    let seen = app.brain.requests().pop().unwrap();
+    let texts: Vec<&str> = seen.context.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(texts, vec!["for everyone", "re: for everyone"]);
+    // The reviewer's own view has its message and its answer.
+    app.post_webhook(
+        &json!({"conversation": "team", "sender": "ann", "text": "more?", "agent": "reviewer"}),
+    )
+    .await;
+    w.run_once().await.unwrap();
+    let seen = app.brain.requests().pop().unwrap();
+    let texts: Vec<&str> = seen.context.iter().map(|t| t.text.as_str()).collect();
+    assert!(
+        texts.contains(&"only for the reviewer") && texts.contains(&"re: only for the reviewer"),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.contains(&"re: and you?"),
+        "the default agent's answer went to ann and default only"
+    );
+}

@@ -191,8 +191,15 @@ fn to_event(name: &str, endpoint: &WebhookEndpoint, p: WebhookPayload, sig: &str
             reply_to: p.reply_to,
             source_type: SourceType::Webhook,
             trigger: p.trigger,
+            // A message naming an agent is addressed to it; otherwise to everyone.
+            audience: match &p.agent {
+                Some(a) => Audience::Addressed {
+                    agents: vec![a.clone()],
+                    users: Vec::new(),
+                },
+                None => Audience::Everyone,
+            },
             agent: p.agent.or_else(|| endpoint.agent.clone()),
-            audience: Audience::Everyone,
             meta,
         }),
         cursor: None,

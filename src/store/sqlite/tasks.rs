@@ -183,10 +183,13 @@ impl SqliteStore {
             sqlx::query(
                 "INSERT INTO messages (conversation_id, channel_message_id, sender_id, sender_kind,
                      role, kind, text, created_at, stored_at, reply_to_channel_id,
-                     reply_to_message_id, source_type, task_id, agent, actions)
+                     reply_to_message_id, source_type, task_id, agent, actions, audience)
                  SELECT t.conversation_id, ?1, t.agent, 'self_bot', 'assistant',
                      CASE ?2 WHEN 'result' THEN 'message' ELSE ?2 END, ?3, ?4, ?4,
-                     m.channel_message_id, t.message_id, t.source_type, t.id, t.agent, t.actions
+                     m.channel_message_id, t.message_id, t.source_type, t.id, t.agent, t.actions,
+                     json_object('kind', 'addressed', 'agents', json_array(t.agent),
+                                 'users', CASE WHEN m.sender_id IS NULL THEN json_array()
+                                               ELSE json_array(m.sender_id) END)
                  FROM tasks t LEFT JOIN messages m ON m.id = t.message_id
                  WHERE t.id = ?5
                  ON CONFLICT (conversation_id, channel_message_id) DO NOTHING",
