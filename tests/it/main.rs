@@ -5,6 +5,7 @@ mod brains;
 mod cli;
 pub mod context;
 mod context_props;
+mod docs;
 mod helpers;
 mod scheduler;
 mod store;
