@@ -65,6 +65,7 @@ pub async fn messages(
             Bound {
                 before: q.cursor.map(MessageId),
                 until_ms: None,
+                with_later_answers: false,
             },
             limit,
         )

@@ -18,6 +18,20 @@ use crate::domain::Usage;
 /// Most characters of stderr kept in an error.
 const STDERR_IN_ERRORS: usize = 1000;
 
+/// Kills a process group when dropped, unless disarmed (`.0 = None`).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+            unsafe {
+                libc::kill(-(pgid as i32), libc::SIGKILL);
+            }
+        }
+    }
+}
+
 pub struct CliBrain {
     settings: BrainSettings,
 }
@@ -185,6 +199,9 @@ impl Brain for CliBrain {
             .spawn()
             .map_err(|e| BrainError::Permanent(format!("cannot start {:?}: {e}", s.command[0])))?;
         let pgid = child.id();
+        // However this call ends — timeout, or the task being dropped at shutdown — whatever the
+        // agent started goes with it.
+        let mut group = GroupGuard(pgid);
         if let Some(mut stdin) = child.stdin.take() {
             if s.prompt_input == PromptInput::Stdin {
                 // An agent that exits without reading its input is not an error here.
@@ -193,16 +210,14 @@ impl Brain for CliBrain {
             drop(stdin);
         }
         let output = match tokio::time::timeout(s.timeout, child.wait_with_output()).await {
-            Ok(result) => result
-                .map_err(|e| BrainError::Permanent(format!("waiting for the agent failed: {e}")))?,
+            Ok(result) => {
+                group.0 = None;
+                result.map_err(|e| {
+                    BrainError::Permanent(format!("waiting for the agent failed: {e}"))
+                })?
+            }
             Err(_) => {
-                if let Some(pgid) = pgid {
-                    // The whole group: the agent and whatever it started.
-                    // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-                    unsafe {
-                        libc::kill(-(pgid as i32), libc::SIGKILL);
-                    }
-                }
+                drop(group);
                 let _ = std::fs::remove_file(&prompt_file);
                 return Err(BrainError::Timeout(s.timeout));
             }

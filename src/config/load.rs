@@ -95,7 +95,16 @@ pub(crate) fn load_with_env(
                 message: "empty key segment (use CTXGATE__SECTION__KEY)".to_owned(),
             });
         }
-        set_path(&mut merged, &path, parse_env_value(&value));
+        // Secrets are strings even when they look like numbers.
+        let secret = path.last().is_some_and(|k| {
+            ["secret", "token", "api_key", "read_only_token", "password"].contains(&k.as_str())
+        });
+        let value = if secret {
+            toml::Value::String(value)
+        } else {
+            parse_env_value(&value)
+        };
+        set_path(&mut merged, &path, value);
         from_env.insert(path.join("."), name);
     }
     let mut settings: Settings = serde_path_to_error::deserialize(toml::Value::Table(merged))

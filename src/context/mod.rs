@@ -231,6 +231,7 @@ impl ContextEngine {
         let bound = Bound {
             before: incoming.id,
             until_ms: incoming.until_ms.filter(|_| incoming.id.is_none()),
+            with_later_answers: incoming.id.is_some(),
         };
         // 1. Candidates: the lookback window minus exclusions, plus recent briefings.
         let window = store
@@ -528,8 +529,10 @@ impl ContextEngine {
         let (keep, rest): (Vec<Item>, Vec<Item>) = items
             .into_iter()
             .partition(|i| protected.contains(&i.message.id));
-        let (chosen, pool): (Vec<Item>, Vec<Item>) =
+        let (mut chosen, pool): (Vec<Item>, Vec<Item>) =
             rest.into_iter().partition(|i| i.reason == Reason::Relevant);
+        // When not all of triage's choices fit, the newer ones stay.
+        chosen.reverse();
         let window_ids: HashSet<MessageId> = pool.iter().map(|i| i.message.id).collect();
         // Archive matches: beyond the lookback window only, never a message already decided on.
         // They are rendered (and their tokens counted) only when their turn to be placed comes.

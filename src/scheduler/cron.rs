@@ -17,9 +17,23 @@ impl CronSpec {
     /// Parses a 5-field expression (`min hour day month weekday`) or 6–7 fields with seconds
     /// first, and an IANA time zone name.
     pub fn parse(expr: &str, timezone: &str) -> Result<CronSpec, String> {
+        let expr = match expr.trim() {
+            "@yearly" | "@annually" => "0 0 1 1 *",
+            "@monthly" => "0 0 1 * *",
+            "@weekly" => "0 0 * * 0",
+            "@daily" | "@midnight" => "0 0 * * *",
+            "@hourly" => "0 * * * *",
+            other => other,
+        };
         let fields = expr.split_whitespace().count();
         let full = match fields {
-            5 => format!("0 {expr}"),
+            5 => {
+                // Crontab numbers weekdays 0-7 with 0 and 7 = Sunday; the cron crate 1-7 from
+                // Sunday. Numbers in the weekday field become names, which mean the same in both.
+                let mut f: Vec<String> = expr.split_whitespace().map(str::to_owned).collect();
+                f[4] = crontab_weekdays(&f[4])?;
+                format!("0 {}", f.join(" "))
+            }
             6 | 7 => expr.to_owned(),
             _ => {
                 return Err(format!(
@@ -71,6 +85,38 @@ impl CronSpec {
             }
         }
     }
+}
+
+/// Crontab weekday numbers (0-7, 0 and 7 = Sunday) as names, in lists, ranges and steps.
+fn crontab_weekdays(field: &str) -> Result<String, String> {
+    const NAMES: [&str; 8] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"];
+    let name = |s: &str| -> Result<String, String> {
+        match s.parse::<usize>() {
+            Ok(n) if n <= 7 => Ok(NAMES[n].to_owned()),
+            Ok(n) => Err(format!("weekday {n} is out of range 0-7")),
+            Err(_) => Ok(s.to_owned()),
+        }
+    };
+    let mut parts = Vec::new();
+    for part in field.split(',') {
+        let (range, step) = match part.split_once('/') {
+            Some((r, s)) => (r, Some(s)),
+            None => (part, None),
+        };
+        let converted = match range.split_once('-') {
+            // A range ending on Sunday-as-7 would run backwards in names: split it.
+            Some((a, "7")) if step.is_none() && a != "0" && a != "7" => {
+                format!("{}-SAT,SUN", name(a)?)
+            }
+            Some((a, b)) => format!("{}-{}", name(a)?, name(b)?),
+            None => name(range)?,
+        };
+        parts.push(match step {
+            Some(s) => format!("{converted}/{s}"),
+            None => converted,
+        });
+    }
+    Ok(parts.join(","))
 }
 
 #[cfg(test)]
@@ -130,6 +176,32 @@ mod tests {
             fires(&s, "2026-10-24T12:00:00Z", 2),
             vec!["2026-10-25T00:30:00+00:00", "2026-10-26T01:30:00+00:00"]
         );
+    }
+
+    #[test]
+    fn weekday_numbers_mean_what_crontab_says() {
+        // 2026-01-03 is a Saturday: "1-5" (Mon-Fri) next runs on Monday the 5th.
+        let s = CronSpec::parse("0 7 * * 1-5", "UTC").unwrap();
+        assert_eq!(
+            fires(&s, "2026-01-03T00:00:00Z", 1),
+            vec!["2026-01-05T07:00:00+00:00"]
+        );
+        let sunday = CronSpec::parse("0 7 * * 0", "UTC").unwrap();
+        assert_eq!(
+            fires(&sunday, "2026-01-03T00:00:00Z", 1),
+            vec!["2026-01-04T07:00:00+00:00"]
+        );
+        let weekend = CronSpec::parse("0 7 * * 6-7", "UTC").unwrap();
+        assert_eq!(
+            fires(&weekend, "2026-01-02T12:00:00Z", 2),
+            vec!["2026-01-03T07:00:00+00:00", "2026-01-04T07:00:00+00:00"]
+        );
+        let daily = CronSpec::parse("@daily", "UTC").unwrap();
+        assert_eq!(
+            fires(&daily, "2026-01-02T12:00:00Z", 1),
+            vec!["2026-01-03T00:00:00+00:00"]
+        );
+        assert!(CronSpec::parse("0 7 * * 9", "UTC").is_err());
     }
 
     #[test]

@@ -41,11 +41,10 @@ impl Scheduler {
         let existing = self.deps.store.list_schedules().await?;
         for spec in &settings.schedules {
             let old = existing.iter().find(|s| s.name == spec.name);
-            let timing_changed = old.is_none_or(|o| {
-                o.spec.cron != spec.cron
-                    || o.spec.timezone != spec.timezone
-                    || o.next_fire_at.is_none()
-            });
+            // Only a new schedule or changed timing gets a new next fire time: a finished
+            // one-shot stays finished, and a restart keeps what the scheduler had.
+            let timing_changed =
+                old.is_none_or(|o| o.spec.cron != spec.cron || o.spec.timezone != spec.timezone);
             let next = if timing_changed {
                 CronSpec::parse(&spec.cron, &spec.timezone)
                     .map_err(StoreError::Invalid)?
@@ -53,10 +52,28 @@ impl Scheduler {
             } else {
                 None
             };
+            // The configured `enabled` applies when it changes; otherwise a schedule disabled by
+            // an operator or after failures stays disabled across restarts.
+            let enabled = match old {
+                Some(o) if o.spec.enabled == spec.enabled => o.enabled,
+                _ => spec.enabled,
+            };
+            if old.is_some_and(|o| o.source == "api") {
+                tracing::warn!(schedule = %spec.name, "a schedule created through the admin API is now defined by the configuration");
+            }
             self.deps
                 .store
                 .put_schedule(spec, "config", next, settings.scheduler.max_failures, now)
                 .await?;
+            if let Some(o) = old
+                && enabled != spec.enabled
+            {
+                // Keep the stored state (and its reason) rather than the configured value.
+                self.deps
+                    .store
+                    .set_schedule_enabled(o.id, enabled, None, o.disabled_reason.as_deref(), now)
+                    .await?;
+            }
         }
         for gone in existing.iter().filter(|s| {
             s.source == "config"

@@ -250,6 +250,9 @@ pub struct Bound {
     pub before: Option<MessageId>,
     /// Only messages written at or before this time (unix ms).
     pub until_ms: Option<i64>,
+    /// Also the answers to messages before `before`, even when they were stored after it (the
+    /// context of a message sent while the assistant was still answering the previous one).
+    pub with_later_answers: bool,
 }
 
 impl Bound {
@@ -261,6 +264,7 @@ impl Bound {
         Self {
             before: Some(id),
             until_ms: None,
+            with_later_answers: false,
         }
     }
 }

@@ -14,12 +14,17 @@ fn the_configuration_reference_names_every_key() {
         };
         let key = key.trim();
         let is_key = !key.is_empty()
-            && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            && key
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if is_key && !reference.contains(&format!("`{key}`")) {
             missing.push(key.to_owned());
         }
     }
     missing.sort();
     missing.dedup();
-    assert!(missing.is_empty(), "docs/configuration.md does not document: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/configuration.md does not document: {missing:?}"
+    );
 }

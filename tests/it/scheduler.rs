@@ -330,3 +330,58 @@ async fn schedules_through_the_admin_api() {
         404
     );
 }
+
+#[tokio::test]
+async fn a_restart_keeps_finished_one_shots_and_disabled_schedules() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = test_settings(dir.path());
+    let mut once = spec("once", "*/5 * * * *", None);
+    once.one_shot = true;
+    settings.schedules.push(once);
+    settings.schedules.push(spec("paused", "*/5 * * * *", None));
+    let app = crate::helpers::spawn_app_with(|s| *s = settings.clone()).await;
+    let paused = app
+        .deps
+        .store
+        .list_schedules()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "paused")
+        .unwrap();
+    app.deps
+        .store
+        .set_schedule_enabled(paused.id, false, None, Some("disabled by an operator"), 0)
+        .await
+        .unwrap();
+    app.advance(Duration::from_secs(300));
+    assert_eq!(
+        scheduler(&app).tick().await.unwrap(),
+        1,
+        "only the one-shot fires"
+    );
+
+    let again = App::build_with(
+        settings.clone(),
+        Overrides {
+            clock: Some(app.clock.clone()),
+            brains: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let after = again.deps().store.list_schedules().await.unwrap();
+    let once = after.iter().find(|s| s.name == "once").unwrap();
+    assert!(!once.enabled && once.next_fire_at.is_none(), "{once:?}");
+    let paused = after.iter().find(|s| s.name == "paused").unwrap();
+    assert!(!paused.enabled);
+    assert_eq!(
+        paused.disabled_reason.as_deref(),
+        Some("disabled by an operator")
+    );
+    app.advance(Duration::from_secs(3600));
+    assert_eq!(
+        Scheduler::new(again.deps().clone()).tick().await.unwrap(),
+        0
+    );
+}

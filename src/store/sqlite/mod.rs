@@ -172,14 +172,20 @@ impl Store for SqliteStore {
     }
 
     async fn cancel_task(&self, id: TaskId, now: i64) -> StoreResult<bool> {
+        let mut tx = self.write.begin().await?;
         let done = sqlx::query(
             "UPDATE tasks SET status = 'cancelled', finished_at = ?1, updated_at = ?1
              WHERE id = ?2 AND status = 'pending'",
         )
         .bind(now)
         .bind(id.0)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
+        sqlx::query("UPDATE schedule_runs SET outcome = 'cancelled' WHERE task_id = ?1")
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -51,18 +51,23 @@ impl SqliteStore {
         } else {
             ""
         };
-        // Before a message also means: the answers to earlier messages, even when they were
-        // stored after it (the user wrote again while the assistant was still answering).
+        let later_answers = if bound.with_later_answers {
+            format!(
+                "UNION ALL
+                 SELECT * FROM messages
+                     WHERE conversation_id = ?1 AND id > ?2 AND role = 'assistant'
+                       AND task_id IS NOT NULL AND reply_to_message_id < ?2
+                       AND created_at <= ?3 {background}"
+            )
+        } else {
+            String::new()
+        };
         let mut messages = sqlx::query(&format!(
             "SELECT * FROM (
                  SELECT * FROM (SELECT * FROM messages
                      WHERE conversation_id = ?1 AND id < ?2 AND created_at <= ?3 {background}
                      ORDER BY id DESC LIMIT ?4)
-                 UNION ALL
-                 SELECT * FROM messages
-                     WHERE conversation_id = ?1 AND id > ?2 AND role = 'assistant'
-                       AND task_id IS NOT NULL AND reply_to_message_id < ?2
-                       AND created_at <= ?3 {background})
+                 {later_answers})
              ORDER BY id DESC LIMIT ?4"
         ))
         .bind(conversation.0)

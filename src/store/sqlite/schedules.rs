@@ -218,12 +218,14 @@ pub(super) async fn record_outcome(
     error: Option<&str>,
     now: i64,
 ) -> StoreResult<()> {
-    let run = sqlx::query("UPDATE schedule_runs SET outcome = ?1, detail = ?2 WHERE task_id = ?3")
-        .bind(outcome)
-        .bind(error)
-        .bind(task.0)
-        .execute(&mut *tx)
-        .await?;
+    let run = sqlx::query(
+        "UPDATE schedule_runs SET outcome = ?1, detail = COALESCE(?2, detail) WHERE task_id = ?3",
+    )
+    .bind(outcome)
+    .bind(error)
+    .bind(task.0)
+    .execute(&mut *tx)
+    .await?;
     if run.rows_affected() == 0 {
         return Ok(());
     }

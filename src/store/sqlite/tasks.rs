@@ -35,6 +35,15 @@ impl SqliteStore {
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        // Briefing runs whose task ended there (its last attempt's lease expired) are failed too.
+        sqlx::query(
+            "UPDATE schedule_runs SET outcome = 'failed',
+                 detail = 'the worker holding this task stopped renewing its lease'
+             WHERE outcome = 'pending'
+               AND task_id IN (SELECT id FROM tasks WHERE status = 'failed')",
+        )
+        .execute(&mut *tx)
+        .await?;
         // The oldest due task whose conversation has nothing running and nothing older waiting.
         let id: Option<i64> = sqlx::query_scalar(
             "SELECT t.id FROM tasks t
