@@ -508,3 +508,45 @@ async fn a_500_then_success_is_one_attempt_and_prices_make_a_cost() {
     let usage = app.admin_json("/admin/usage?by=brain").await;
     assert!((usage["items"][0]["cost"].as_f64().unwrap() - 94e-6).abs() < 1e-12);
 }
+
+#[tokio::test]
+async fn anthropic_errors_are_decisions_too() {
+    let server = MockServer::start().await;
+    let brain = AnthropicBrain::new(&anthropic(&server.uri())).unwrap();
+    let answer = |t: ResponseTemplate| Mock::given(method("POST")).respond_with(t).up_to_n_times(1);
+    answer(ResponseTemplate::new(429).insert_header("retry-after", "12"))
+        .mount(&server)
+        .await;
+    match brain.complete(&request()).await.unwrap_err() {
+        BrainError::Transient { retry_after, .. } => {
+            assert_eq!(retry_after, Some(Duration::from_secs(12)))
+        }
+        e => panic!("{e:?}"),
+    }
+    answer(ResponseTemplate::new(200).set_body_string("{\"content\": 5}"))
+        .mount(&server)
+        .await;
+    match brain.complete(&request()).await.unwrap_err() {
+        BrainError::Permanent(m) => assert!(m.contains("{\"content\": 5}"), "raw body kept: {m}"),
+        e => panic!("{e:?}"),
+    }
+    answer(ResponseTemplate::new(401).set_body_string("invalid x-api-key"))
+        .mount(&server)
+        .await;
+    assert!(matches!(
+        brain.complete(&request()).await.unwrap_err(),
+        BrainError::Permanent(_)
+    ));
+    let slow = BrainSettings {
+        timeout: Duration::from_millis(200),
+        ..anthropic(&server.uri())
+    };
+    answer(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
+        .mount(&server)
+        .await;
+    let brain = AnthropicBrain::new(&slow).unwrap();
+    assert!(matches!(
+        brain.complete(&request()).await.unwrap_err(),
+        BrainError::Timeout(_)
+    ));
+}
