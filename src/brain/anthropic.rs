@@ -9,7 +9,7 @@ use ctxgate_contract::Role;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::http::{content, send, system};
+use super::http::{TRIAGE_MAX_TOKENS, content, fast_model, send, system};
 use super::{Brain, BrainError, BrainReply, BrainRequest, Completer, Turn};
 use crate::config::BrainSettings;
 use crate::domain::Usage;
@@ -182,13 +182,11 @@ struct AnthropicFast(Client);
 impl Completer for AnthropicFast {
     async fn complete(&self, prompt: &str) -> Result<(String, Usage), BrainError> {
         let s = &self.0.settings;
-        let model = s
-            .fast_model
-            .clone()
-            .or_else(|| s.model.clone())
-            .unwrap_or_default();
+        let model = fast_model(s);
         let messages = vec![json!({"role": "user", "content": prompt})];
-        self.0.messages(&model, "", messages, 256, Some(0.0)).await
+        self.0
+            .messages(&model, "", messages, TRIAGE_MAX_TOKENS, Some(0.0))
+            .await
     }
 }
 

@@ -84,6 +84,17 @@ pub fn content(turn: &Turn) -> String {
     }
 }
 
+/// Triage answers are short lists of numbers.
+pub const TRIAGE_MAX_TOKENS: u32 = 256;
+
+/// The model triage uses: `fast_model`, else the brain's own.
+pub fn fast_model(s: &crate::config::BrainSettings) -> String {
+    s.fast_model
+        .clone()
+        .or_else(|| s.model.clone())
+        .unwrap_or_default()
+}
+
 /// The system prompt, followed by the restored-context notice when there is one.
 pub fn system(system: &str, notice: Option<&str>) -> String {
     match notice {
