@@ -163,12 +163,7 @@ impl Brain for AnthropicBrain {
                 s.temperature,
             )
             .await?;
-        Ok(BrainReply {
-            text,
-            usage,
-            actions: Vec::new(),
-            session: None,
-        })
+        Ok(BrainReply::text(text, usage))
     }
 
     fn fast(&self) -> Option<Arc<dyn Completer>> {

@@ -240,10 +240,8 @@ impl Brain for CliBrain {
             ));
         }
         Ok(BrainReply {
-            text,
-            usage,
-            actions: Vec::new(),
             session,
+            ..BrainReply::text(text, usage)
         })
     }
 }

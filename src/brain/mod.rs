@@ -95,6 +95,18 @@ pub struct BrainReply {
     pub session: Option<String>,
 }
 
+impl BrainReply {
+    /// A plain answer: no actions, no session.
+    pub fn text(text: String, usage: Usage) -> Self {
+        Self {
+            text,
+            usage,
+            actions: Vec::new(),
+            session: None,
+        }
+    }
+}
+
 /// What went wrong, phrased as what the worker should do.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BrainError {

@@ -120,12 +120,7 @@ impl Brain for OpenAiBrain {
             .client
             .chat(&model, messages, s.max_tokens, s.temperature)
             .await?;
-        Ok(BrainReply {
-            text,
-            usage,
-            actions: Vec::new(),
-            session: None,
-        })
+        Ok(BrainReply::text(text, usage))
     }
 
     fn fast(&self) -> Option<Arc<dyn Completer>> {
