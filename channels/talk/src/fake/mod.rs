@@ -1,0 +1,1 @@
+//! A fake Nextcloud Talk server (placeholder; being written).
