@@ -6,3 +6,10 @@
 
 #[cfg(feature = "fake")]
 pub mod fake;
+
+pub mod bot;
+pub mod client;
+pub mod render;
+pub mod wire;
+
+pub use client::{Direction, Received, TalkClient, TalkError};
