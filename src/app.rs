@@ -63,6 +63,9 @@ impl App {
                 .context("cannot build the webhook callback client")?;
             sinks.insert(sink.channel().to_owned(), Arc::new(sink));
         }
+        for sink in crate::talk::sinks(&settings)? {
+            sinks.insert(sink.channel().to_owned(), sink);
+        }
         let counter = TokenCounter::new(settings.conversation.tokenizer)
             .context("cannot load the tokenizer")?;
         let listener = TcpListener::bind(settings.http.listen)
@@ -80,6 +83,7 @@ impl App {
             task_ready: Arc::new(Notify::new()),
             delivery_ready: Arc::new(Notify::new()),
             shutdown: CancellationToken::new(),
+            talk_pollers: Arc::default(),
         };
         if deps.settings.scheduler.enabled {
             Scheduler::new(deps.clone())
@@ -87,8 +91,11 @@ impl App {
                 .await
                 .context("cannot store the configured schedules")?;
         }
+        let intake = Arc::new(IntakeService::new(deps.clone()));
+        let pollers = crate::talk::pollers(&deps.settings, intake.clone(), &deps.shutdown)?;
+        let _ = deps.talk_pollers.set(pollers);
         Ok(App {
-            intake: Arc::new(IntakeService::new(deps.clone())),
+            intake,
             deps,
             listener,
             address,
@@ -154,6 +161,9 @@ impl App {
         tracker.spawn(Outbox::new(deps.clone(), format!("{instance}-outbox")).run());
         if deps.settings.scheduler.enabled {
             tracker.spawn(Scheduler::new(deps.clone()).run());
+        }
+        for poller in deps.talk_pollers.get().into_iter().flat_map(|p| p.values()) {
+            tracker.spawn(poller.clone().run());
         }
         tracker.close();
         let router = crate::http::router(deps.clone(), self.intake.clone());

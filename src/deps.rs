@@ -31,4 +31,7 @@ pub struct Deps {
     pub delivery_ready: Arc<Notify>,
     /// Cancelled on shutdown.
     pub shutdown: CancellationToken,
+    /// The Talk pollers by account, for channel status (set once the app is built).
+    pub talk_pollers:
+        Arc<std::sync::OnceLock<std::collections::BTreeMap<String, ctxgate_talk::poller::Poller>>>,
 }

@@ -40,7 +40,11 @@ pub fn router(deps: Deps, intake: Arc<dyn Intake>) -> Router {
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .with_state(deps.clone())
-        .merge(WebhookReceiver::new(endpoints, intake).router());
+        .merge(WebhookReceiver::new(endpoints, intake.clone()).router())
+        .merge(
+            ctxgate_talk::receiver::BotReceiver::new(crate::talk::bot_endpoints(&settings), intake)
+                .router(),
+        );
     match admin::router(deps) {
         Some(admin) => app = app.nest("/admin", admin),
         None => tracing::warn!(

@@ -92,4 +92,12 @@ impl Intake for IntakeService {
         tracing::debug!(task = ?receipt.task_id, duplicate = receipt.duplicate, "event taken");
         Ok(receipt)
     }
+
+    async fn cursor(&self, channel: &str, scope: &str) -> Result<Option<String>, IntakeError> {
+        self.deps
+            .store
+            .cursor(channel, scope)
+            .await
+            .map_err(|e| IntakeError::Unavailable(e.to_string()))
+    }
 }

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod scheduler;
 pub mod store;
+pub mod talk;
 pub mod telemetry;
 pub mod worker;
 

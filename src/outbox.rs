@@ -85,6 +85,7 @@ impl Outbox {
                     text: d.text.clone(),
                     reply_to: d.reply_to.clone(),
                     meta: d.meta.clone(),
+                    attempt: d.attempts,
                 };
                 sink.deliver(&message).await
             }

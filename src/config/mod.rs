@@ -7,6 +7,7 @@ mod brain;
 mod load;
 mod schedule;
 mod secret;
+mod talk;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ pub use brain::{BrainKind, BrainSettings, CliOutput, PromptInput};
 pub use load::{ConfigError, load, load_str};
 pub use schedule::{ScheduleSpec, SchedulerSettings, Target};
 pub use secret::Secret;
+pub use talk::{TalkMode, TalkSettings};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +38,9 @@ pub struct Settings {
     pub brains: BTreeMap<String, BrainSettings>,
     /// Named signed webhooks, served at `POST /webhooks/{name}`.
     pub webhooks: BTreeMap<String, WebhookSettings>,
+    /// Nextcloud Talk accounts (`[talk.<name>]`), channel instances `talk:<name>`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub talk: BTreeMap<String, TalkSettings>,
     pub scheduler: SchedulerSettings,
     /// Cron briefings (`[[schedules]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -54,6 +59,7 @@ impl Default for Settings {
             conversation: ConversationSettings::default(),
             scheduler: SchedulerSettings::default(),
             schedules: Vec::new(),
+            talk: BTreeMap::new(),
             brains: BTreeMap::from([("default".to_owned(), BrainSettings::default())]),
             webhooks: BTreeMap::from([(
                 "default".to_owned(),
@@ -70,16 +76,23 @@ impl Settings {
     /// The system prompt for a conversation on `channel` answered by `brain`: the channel's own
     /// prompt when it has one, else the brain's.
     pub fn system_prompt_for(&self, channel: &str, brain: &str) -> String {
-        channel
-            .strip_prefix("webhook:")
-            .and_then(|name| self.webhooks.get(name))
-            .and_then(|w| w.system_prompt.clone())
-            .or_else(|| self.brains.get(brain).map(|b| b.system_prompt.clone()))
+        let own = if let Some(name) = channel.strip_prefix("talk:") {
+            self.talk.get(name).and_then(|t| t.system_prompt.clone())
+        } else {
+            channel
+                .strip_prefix("webhook:")
+                .and_then(|name| self.webhooks.get(name))
+                .and_then(|w| w.system_prompt.clone())
+        };
+        own.or_else(|| self.brains.get(brain).map(|b| b.system_prompt.clone()))
             .unwrap_or_default()
     }
 
     /// The brain that answers messages arriving on a channel instance.
     pub fn brain_for_channel(&self, channel: &str) -> &str {
+        if let Some(name) = channel.strip_prefix("talk:") {
+            return self.talk.get(name).map_or("default", |t| t.brain.as_str());
+        }
         channel
             .strip_prefix("webhook:")
             .and_then(|name| self.webhooks.get(name))

@@ -77,8 +77,12 @@ pub enum Target {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         callback_url: Option<String>,
     },
-    /// A Nextcloud Talk room (available with the Talk channel).
-    Talk { room: String },
+    /// A Nextcloud Talk room of a configured account (`[talk.<account>]`, default `main`).
+    Talk {
+        #[serde(default = "main_account")]
+        account: String,
+        room: String,
+    },
     /// An e-mail address (available with the e-mail channel).
     Email { to: String },
 }
@@ -92,10 +96,14 @@ impl Target {
                 conversation,
                 ..
             } => (format!("webhook:{webhook}"), conversation.clone()),
-            Target::Talk { room } => ("talk".to_owned(), room.clone()),
+            Target::Talk { account, room } => (format!("talk:{account}"), room.clone()),
             Target::Email { to } => ("email".to_owned(), to.clone()),
         }
     }
+}
+
+fn main_account() -> String {
+    "main".to_owned()
 }
 
 fn utc() -> String {

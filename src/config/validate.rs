@@ -72,6 +72,21 @@ impl Settings {
                 return fail(&format!("{key}.secret"), "set secret or secret_file");
             }
         }
+        for (name, talk) in &self.talk {
+            let key = format!("talk.{name}");
+            if !valid_name(name) {
+                return fail(
+                    &key,
+                    "Talk account names use lowercase letters, digits, '-' and '_' only",
+                );
+            }
+            if let Err((field, message)) = talk.check() {
+                return fail(&format!("{key}.{field}"), &message);
+            }
+            if !self.brains.contains_key(&talk.brain) {
+                return fail(&format!("{key}.brain"), "names no configured brain");
+            }
+        }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.schedules.iter().enumerate() {
             let key = format!("schedules[{i}]");
@@ -122,8 +137,17 @@ impl Settings {
                 }
                 Ok(())
             }
-            super::Target::Talk { .. } | super::Target::Email { .. } => Err(
-                "Talk and e-mail targets need those channels, which this version does not have yet"
+            super::Target::Talk { account, room } => {
+                if !self.talk.get(account).is_some_and(|t| t.enabled) {
+                    return Err(format!("no enabled Talk account named {account:?}"));
+                }
+                if room.trim().is_empty() {
+                    return Err("the room token must not be empty".into());
+                }
+                Ok(())
+            }
+            super::Target::Email { .. } => Err(
+                "e-mail targets need the e-mail channel, which this version does not have yet"
                     .into(),
             ),
         }
@@ -147,6 +171,16 @@ impl Settings {
         }
         if self.admin.read_only_token.is_some() && self.admin.token.is_none() {
             return fail("admin.read_only_token", "needs admin.token as well");
+        }
+        for (name, talk) in self.talk.iter().filter(|(_, t)| t.enabled) {
+            if talk.mode == super::TalkMode::Bot
+                && talk.secret.as_ref().is_some_and(|s| s.expose().len() < 40)
+            {
+                return fail(
+                    &format!("talk.{name}.secret"),
+                    "Talk requires bot secrets of at least 40 characters",
+                );
+            }
         }
         for (name, hook) in &self.webhooks {
             if let Some(s) = &hook.secret
@@ -206,6 +240,27 @@ impl Settings {
                     ConfigError::key(
                         path.display().to_string(),
                         format!("schedules[{i}].prompt_file"),
+                        format!("cannot read the prompt file: {e}"),
+                    )
+                })?);
+            }
+        }
+        for (name, talk) in self.talk.iter_mut() {
+            if talk.password.is_none()
+                && let Some(path) = &talk.password_file
+            {
+                talk.password = Some(read_secret(path, &format!("talk.{name}.password_file"))?);
+            }
+            if talk.secret.is_none()
+                && let Some(path) = &talk.secret_file
+            {
+                talk.secret = Some(read_secret(path, &format!("talk.{name}.secret_file"))?);
+            }
+            if let Some(path) = &talk.system_prompt_file {
+                talk.system_prompt = Some(std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError::key(
+                        path.display().to_string(),
+                        format!("talk.{name}.system_prompt_file"),
                         format!("cannot read the prompt file: {e}"),
                     )
                 })?);

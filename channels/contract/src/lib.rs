@@ -22,6 +22,9 @@ use async_trait::async_trait;
 #[async_trait]
 pub trait Intake: Send + Sync {
     async fn submit(&self, event: InboundEvent) -> Result<IntakeReceipt, IntakeError>;
+
+    /// The channel's last committed cursor for `scope` (a room, a mailbox), if any.
+    async fn cursor(&self, channel: &str, scope: &str) -> Result<Option<String>, IntakeError>;
 }
 
 /// The outgoing half of a channel: delivers one answer. Implementations must use

@@ -15,6 +15,14 @@ pub struct OutboundMessage {
     /// Channel-specific data recorded at intake (for example a webhook's `callback_url`).
     #[serde(default)]
     pub meta: serde_json::Value,
+    /// 1 for the first try; more means an earlier try may have reached the peer, so a sink that
+    /// can look (Talk) checks for the tagged post before sending again.
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
+}
+
+fn first_attempt() -> u32 {
+    1
 }
 
 /// What the peer said about a delivered message.

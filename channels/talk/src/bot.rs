@@ -104,7 +104,10 @@ pub struct BotMessage {
 pub enum BotEvent {
     Message(BotMessage),
     /// The bot was added to (`Join`) or removed from (`Leave`) a room.
-    Membership { room: String, joined: bool },
+    Membership {
+        room: String,
+        joined: bool,
+    },
     /// Reactions (`Like`/`Undo`) and anything newer: acknowledged, not stored.
     Other(String),
 }
@@ -275,7 +278,13 @@ impl BotClient {
             code => TalkError::Status {
                 status: code,
                 retry_after,
-                body: resp.text().await.unwrap_or_default().chars().take(300).collect(),
+                body: resp
+                    .text()
+                    .await
+                    .unwrap_or_default()
+                    .chars()
+                    .take(300)
+                    .collect(),
             },
         })
     }
@@ -316,7 +325,10 @@ mod tests {
         };
         assert_eq!(m.room, "n3xtc10ud");
         assert_eq!(m.message_id, "1567");
-        assert_eq!((m.actor_type.as_str(), m.actor_id.as_str()), ("users", "ada-lovelace"));
+        assert_eq!(
+            (m.actor_type.as_str(), m.actor_id.as_str()),
+            ("users", "ada-lovelace")
+        );
         assert_eq!(m.message, "hi {mention-call1} !");
         assert_eq!(m.parameters["mention-call1"].kind, "call");
         assert_eq!(m.in_reply_to, None);
@@ -325,7 +337,10 @@ mod tests {
     #[test]
     fn content_must_be_a_json_string() {
         let bad = SAMPLE.replace(r#""content": "{"#, r#""content": "not json {"#);
-        assert!(matches!(parse(bad.as_bytes()), Err(PayloadError::Content(_))));
+        assert!(matches!(
+            parse(bad.as_bytes()),
+            Err(PayloadError::Content(_))
+        ));
     }
 
     #[test]
@@ -335,7 +350,12 @@ mod tests {
         assert_eq!(random.len(), 64);
         let sig = sign(&secret, &random, SAMPLE.as_bytes());
         assert!(verify(&secret, &random, SAMPLE.as_bytes(), &sig));
-        assert!(verify(&secret, &random, SAMPLE.as_bytes(), &sig.to_uppercase()));
+        assert!(verify(
+            &secret,
+            &random,
+            SAMPLE.as_bytes(),
+            &sig.to_uppercase()
+        ));
         assert!(!verify(&secret, &random, b"{}", &sig));
         assert!(!verify(&secret, "other", SAMPLE.as_bytes(), &sig));
         assert!(!verify(&secret, &random, SAMPLE.as_bytes(), "zz"));
@@ -354,7 +374,13 @@ mod tests {
                 joined: true
             }
         );
-        assert!(backend_matches("https://Cloud.example.org/", "https://cloud.example.org"));
-        assert!(!backend_matches("https://evil.example", "https://cloud.example.org"));
+        assert!(backend_matches(
+            "https://Cloud.example.org/",
+            "https://cloud.example.org"
+        ));
+        assert!(!backend_matches(
+            "https://evil.example",
+            "https://cloud.example.org"
+        ));
     }
 }

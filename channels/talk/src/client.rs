@@ -167,7 +167,14 @@ impl TalkClient {
     }
 
     pub async fn room(&self, token: &str) -> Result<Room, TalkError> {
-        data(send(self.request(Method::GET, &format!("{ROOMS}/{token}")), Some(token)).await?).await
+        data(
+            send(
+                self.request(Method::GET, &format!("{ROOMS}/{token}")),
+                Some(token),
+            )
+            .await?,
+        )
+        .await
     }
 
     pub async fn participants(&self, token: &str) -> Result<Vec<Participant>, TalkError> {
@@ -240,7 +247,12 @@ impl TalkClient {
         data(send(req, Some(token)).await?).await
     }
 
-    pub async fn react(&self, token: &str, message_id: i64, reaction: &str) -> Result<(), TalkError> {
+    pub async fn react(
+        &self,
+        token: &str,
+        message_id: i64,
+        reaction: &str,
+    ) -> Result<(), TalkError> {
         let req = self
             .request(Method::POST, &format!("{REACTION}/{token}/{message_id}"))
             .json(&serde_json::json!({ "reaction": reaction }));
@@ -270,7 +282,8 @@ async fn send(req: RequestBuilder, room: Option<&str>) -> Result<Response, TalkE
     if status.is_success() || status == StatusCode::NOT_MODIFIED {
         return Ok(resp);
     }
-    let retry_after = header_i64(&resp, "Retry-After").map(|s| Duration::from_secs(s.max(0) as u64));
+    let retry_after =
+        header_i64(&resp, "Retry-After").map(|s| Duration::from_secs(s.max(0) as u64));
     Err(match status {
         StatusCode::UNAUTHORIZED => TalkError::Unauthorized,
         StatusCode::NOT_FOUND if room.is_some() => {

@@ -13,3 +13,6 @@ pub mod render;
 pub mod wire;
 
 pub use client::{Direction, Received, TalkClient, TalkError};
+pub mod poller;
+pub mod receiver;
+pub mod sink;

@@ -83,11 +83,17 @@ mod tests {
     #[test]
     fn mentions_files_and_all() {
         let params = BTreeMap::from([
-            ("mention-user1".to_owned(), object("user", "bot", "Assistant")),
+            (
+                "mention-user1".to_owned(),
+                object("user", "bot", "Assistant"),
+            ),
             ("mention-call1".to_owned(), object("call", "room1", "Team")),
             ("file".to_owned(), object("file", "12", "plan.pdf")),
         ]);
-        let r = render("{mention-user1} and {mention-call1}: see {file} {unknown}", &params);
+        let r = render(
+            "{mention-user1} and {mention-call1}: see {file} {unknown}",
+            &params,
+        );
         assert_eq!(r.text, "@Assistant and @Team: see [plan.pdf] {unknown}");
         assert_eq!(r.mentioned_users, vec!["bot".to_owned()]);
         assert!(r.mentions_all);

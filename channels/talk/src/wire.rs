@@ -129,6 +129,17 @@ pub struct Room {
     pub last_activity: i64,
     #[serde(default, deserialize_with = "bool_or_int")]
     pub read_only: bool,
+    /// The newest message (`[]` in an empty room).
+    #[serde(default)]
+    pub last_message: serde_json::Value,
+}
+
+impl Room {
+    pub fn last_message_id(&self) -> Option<i64> {
+        self.last_message
+            .get("id")
+            .and_then(serde_json::Value::as_i64)
+    }
 }
 
 /// Conversation types (`docs/constants.md`).
@@ -150,9 +161,12 @@ pub struct Participant {
     pub display_name: String,
 }
 
-pub(crate) fn parameters<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, RichObject>, D::Error> {
+pub(crate) fn parameters<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, RichObject>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
+    #[allow(dead_code)] // the list is only matched, never read
     enum Params {
         Map(BTreeMap<String, RichObject>),
         List(Vec<serde::de::IgnoredAny>),
@@ -230,12 +244,21 @@ mod tests {
                        "message": "earlier", "messageParameters": []}
         }));
         assert_eq!(full.parent_id(), Some(7));
-        assert_eq!(full.parent.as_ref().unwrap().message().unwrap().actor_id, "bot");
+        assert_eq!(
+            full.parent.as_ref().unwrap().message().unwrap().actor_id,
+            "bot"
+        );
         let deleted = message(serde_json::json!({
             "id": 9, "actorType": "users", "actorId": "alice", "timestamp": 1, "message": "re",
             "messageParameters": [], "parent": {"id": 7, "deleted": true}
         }));
-        assert_eq!(deleted.parent, Some(Parent::Deleted { id: 7, deleted: true }));
+        assert_eq!(
+            deleted.parent,
+            Some(Parent::Deleted {
+                id: 7,
+                deleted: true
+            })
+        );
     }
 
     #[test]
@@ -247,5 +270,6 @@ mod tests {
         .unwrap();
         assert_eq!(r.kind, room_type::GROUP);
         assert!(!r.read_only);
+        assert_eq!(r.last_message_id(), None);
     }
 }
