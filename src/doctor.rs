@@ -40,6 +40,80 @@ fn check(status: Status, name: impl Into<String>, detail: impl Into<String>) -> 
     }
 }
 
+/// Poll mode: logs in and lists the rooms. Bot mode: the server must answer; the bot itself can
+/// only be checked from Talk (`occ talk:bot:list`).
+async fn talk_check(name: &str, talk: &crate::config::TalkSettings) -> Check {
+    use ctxgate_talk::TalkError;
+    let key = format!("talk {name}");
+    if talk.mode == crate::config::TalkMode::Bot {
+        return check(
+            Status::Ok,
+            key,
+            format!(
+                "bot mode: Talk must POST to /talk/{name}/bot (occ talk:bot:install ... <this gateway's URL>/talk/{name}/bot)"
+            ),
+        );
+    }
+    let Some(password) = &talk.password else {
+        return check(
+            Status::Fail,
+            key,
+            "no app password: set password or password_file",
+        );
+    };
+    let client = match ctxgate_talk::TalkClient::new(
+        &talk.base_url,
+        &talk.user,
+        password.expose(),
+        std::time::Duration::from_secs(15),
+    ) {
+        Ok(c) => c,
+        Err(e) => return check(Status::Fail, key, e.to_string()),
+    };
+    match client.rooms(None).await {
+        Ok((rooms, _)) => {
+            let watched = rooms
+                .iter()
+                .filter(|r| talk.rooms.is_empty() || talk.rooms.contains(&r.token))
+                .count();
+            check(
+                Status::Ok,
+                key,
+                format!(
+                    "logged in to {} as {}; {} rooms, {watched} watched",
+                    talk.base_url,
+                    talk.user,
+                    rooms.len()
+                ),
+            )
+        }
+        Err(TalkError::Unauthorized) => check(
+            Status::Fail,
+            key,
+            format!(
+                "{} refused the login of {:?}: create an app password (Settings → Security) and set talk.{name}.password",
+                talk.base_url, talk.user
+            ),
+        ),
+        Err(TalkError::Status { status: 404, .. }) => check(
+            Status::Fail,
+            key,
+            format!(
+                "{} has no Talk API: is the Talk app (spreed) enabled?",
+                talk.base_url
+            ),
+        ),
+        Err(e) => check(
+            Status::Fail,
+            key,
+            format!(
+                "cannot reach {}: {e}; check talk.{name}.base_url and the network",
+                talk.base_url
+            ),
+        ),
+    }
+}
+
 pub async fn run(settings: &Settings, origin: &str) -> Vec<Check> {
     let mut out = vec![check(Status::Ok, "config", format!("{origin} is valid"))];
     out.push(store(settings).await);
@@ -69,6 +143,9 @@ pub async fn run(settings: &Settings, origin: &str) -> Vec<Check> {
             ),
             (None, None) => check(Status::Fail, key, "no secret: set secret or secret_file"),
         });
+    }
+    for (name, talk) in settings.talk.iter().filter(|(_, t)| t.enabled) {
+        out.push(talk_check(name, talk).await);
     }
     let brains = match crate::brain::build_all(settings) {
         Ok(b) => b,

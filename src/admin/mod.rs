@@ -1,6 +1,7 @@
 //! The admin API under `/admin`: bearer-token protected, JSON in and out, stable error codes,
 //! keyset paging (`?cursor=<id>&limit=<n>`, answers carry `next_cursor`).
 
+mod channels;
 mod context;
 mod conversations;
 mod error;
@@ -47,6 +48,7 @@ pub fn router(deps: Deps) -> Option<Router> {
         .route("/schedules/{id}/disable", post(schedules::disable))
         .route("/schedules/{id}/run", post(schedules::run_now))
         .route("/schedules/{id}/runs", get(schedules::runs))
+        .route("/channels", get(channels::list))
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}", get(conversations::detail))
         .route("/conversations/{id}/messages", get(conversations::messages))

@@ -1,0 +1,37 @@
+//! `GET /admin/channels`: every configured channel instance and how it is doing — for Talk
+//! accounts the poller's rooms, last poll, lag, errors and backoff.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+use crate::config::TalkMode;
+use crate::deps::Deps;
+
+pub async fn list(State(deps): State<Deps>) -> Json<Value> {
+    let settings = &deps.settings;
+    let mut channels = Vec::new();
+    for (name, hook) in &settings.webhooks {
+        channels.push(json!({
+            "channel": format!("webhook:{name}"),
+            "kind": "webhook",
+            "enabled": hook.enabled,
+            "delivers": deps.sinks.contains_key(&format!("webhook:{name}")),
+        }));
+    }
+    let pollers = deps.talk_pollers.get();
+    for (name, talk) in &settings.talk {
+        let status = pollers
+            .and_then(|p| p.get(name))
+            .map(|p| serde_json::to_value(p.status()).unwrap_or(Value::Null));
+        channels.push(json!({
+            "channel": crate::talk::channel_name(name),
+            "kind": "talk",
+            "enabled": talk.enabled,
+            "mode": match talk.mode { TalkMode::Poll => "poll", TalkMode::Bot => "bot" },
+            "base_url": talk.base_url,
+            "poller": status,
+        }));
+    }
+    Json(json!({ "channels": channels }))
+}
