@@ -9,5 +9,6 @@ mod docs;
 mod helpers;
 mod scheduler;
 mod store;
+mod talk;
 mod webhook;
 mod worker;

@@ -102,7 +102,7 @@ pub struct BotMessage {
 /// What a webhook delivered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BotEvent {
-    Message(BotMessage),
+    Message(Box<BotMessage>),
     /// The bot was added to (`Join`) or removed from (`Leave`) a room.
     Membership {
         room: String,
@@ -165,7 +165,7 @@ pub fn parse(body: &[u8]) -> Result<BotEvent, PayloadError> {
             let content: Content = serde_json::from_str(&note.content)
                 .map_err(|e| PayloadError::Content(e.to_string()))?;
             let (actor_type, actor_id) = split_actor(&activity.actor.id);
-            Ok(BotEvent::Message(BotMessage {
+            Ok(BotEvent::Message(Box::new(BotMessage {
                 room: activity.target.id,
                 room_name: activity.target.name,
                 message_id: id_string(&note.id),
@@ -178,7 +178,7 @@ pub fn parse(body: &[u8]) -> Result<BotEvent, PayloadError> {
                 in_reply_to: note
                     .in_reply_to
                     .map(|q| (id_string(&q.object.id), q.actor.id)),
-            }))
+            })))
         }
         "Join" | "Leave" => Ok(BotEvent::Membership {
             room: activity.target.id,

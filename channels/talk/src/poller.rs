@@ -355,7 +355,7 @@ impl Poller {
                         if m.id <= cursor {
                             continue;
                         }
-                        cursor = self.take_message(token, &m, m.timestamp >= since).await?;
+                        cursor = self.take_message(token, &m, m.timestamp > since).await?;
                     }
                     if let Some(given) = r.last_given.filter(|g| *g > cursor) {
                         cursor = self.commit_cursor(token, given).await?;
@@ -451,8 +451,8 @@ impl Poller {
     }
 
     /// First sight of a room: its recent history enters the store for context. Messages from
-    /// before the account was first watched are never answered; newer ones (a room created while
-    /// the gateway was down) are.
+    /// before the account was first watched (or from that very second) are never answered; newer
+    /// ones (a room created while the gateway was down) are.
     async fn first_sight(&self, token: &str) -> Result<i64, TalkError> {
         let s = &self.shared;
         let _permit = s.backfills.acquire().await.expect("semaphore open");
@@ -470,7 +470,7 @@ impl Poller {
         let skip = messages.len().saturating_sub(s.config.backfill);
         let mut cursor = 0;
         for m in messages.into_iter().skip(skip) {
-            cursor = self.take_message(token, &m, m.timestamp >= since).await?;
+            cursor = self.take_message(token, &m, m.timestamp > since).await?;
         }
         if cursor == 0 {
             cursor = self.commit_cursor(token, 0).await?;

@@ -138,7 +138,7 @@ async fn receive(
     if !(message.name == "message" || message.name.is_empty()) {
         return (StatusCode::OK, axum::Json(json!({"status": "ignored"}))).into_response();
     }
-    match receiver.intake.submit(to_event(endpoint, message)).await {
+    match receiver.intake.submit(to_event(endpoint, *message)).await {
         Ok(receipt) => (
             StatusCode::OK,
             axum::Json(json!({
