@@ -13,6 +13,8 @@ pub enum Step {
     Fail(BrainError),
     /// Never answers (a stuck provider, or a worker killed while waiting).
     Hang,
+    /// Answers once the gate is opened (a slow provider the test controls).
+    Gated(Arc<tokio::sync::Notify>, BrainReply),
 }
 
 /// A test brain: plays a script of steps in order (then answers `re: <message>`), and records
@@ -168,6 +170,10 @@ impl Brain for ScriptedBrain {
             Some(Step::Reply(r)) => Ok(r),
             Some(Step::Fail(e)) => Err(e),
             Some(Step::Hang) => std::future::pending().await,
+            Some(Step::Gated(gate, reply)) => {
+                gate.notified().await;
+                Ok(reply)
+            }
             None => Ok(BrainReply {
                 text: format!("re: {}", request.message.text),
                 usage: Usage {

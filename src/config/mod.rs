@@ -88,6 +88,12 @@ impl Settings {
             .unwrap_or_default()
     }
 
+    /// When to acknowledge a slow answer on a channel, and with what text.
+    pub fn ack_for(&self, channel: &str) -> Option<(Duration, String)> {
+        let talk = self.talk.get(channel.strip_prefix("talk:")?)?;
+        (!talk.ack_after.is_zero()).then(|| (talk.ack_after, talk.ack_text.clone()))
+    }
+
     /// The brain that answers messages arriving on a channel instance.
     pub fn brain_for_channel(&self, channel: &str) -> &str {
         if let Some(name) = channel.strip_prefix("talk:") {

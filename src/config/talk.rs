@@ -68,6 +68,12 @@ pub struct TalkSettings {
     /// Longest wait between retries after errors (429 Retry-After is honoured up to this).
     #[serde(with = "humantime_serde")]
     pub max_backoff: Duration,
+    /// When an answer takes longer than this, post a short acknowledgement first (`0s` = never).
+    /// Acknowledgements are tagged `ctxgate:task:{id}:ack` and never enter context.
+    #[serde(with = "humantime_serde")]
+    pub ack_after: Duration,
+    /// The acknowledgement's text.
+    pub ack_text: String,
     /// The brain answering this account's rooms.
     pub brain: String,
     /// System prompt for this account's rooms instead of the brain's (or `system_prompt_file`).
@@ -98,6 +104,8 @@ impl Default for TalkSettings {
             long_poll_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(45),
             max_backoff: Duration::from_secs(300),
+            ack_after: Duration::ZERO,
+            ack_text: "Working on it…".to_owned(),
             brain: "default".to_owned(),
             system_prompt: None,
             system_prompt_file: None,

@@ -204,6 +204,14 @@ pub trait Store: Send + Sync + 'static {
 
     async fn deliveries_for_task(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>>;
 
+    /// Queues an extra delivery for a running task (an acknowledgement); once per key.
+    async fn enqueue_delivery(
+        &self,
+        task: TaskId,
+        delivery: &NewDelivery,
+        now: i64,
+    ) -> StoreResult<bool>;
+
     // --- schedules ----------------------------------------------------------------------------
 
     /// Creates a schedule, or updates the definition of the one with that name (keeping its

@@ -66,53 +66,74 @@ impl Worker {
         };
 
         let brain_started = std::time::Instant::now();
-        let (mode, selection, reply, fallback) = match &session {
-            Some(s) => {
-                let resume = Resume {
-                    after: s.last_injected,
-                    agent: task.agent.clone(),
-                };
-                let selection = self
-                    .select(task, &trigger, Some(resume), &completer)
-                    .await?;
-                let request = self.request(
-                    &system,
-                    task,
-                    &trigger,
-                    &selection,
-                    Some(&s.session_id),
-                    None,
-                );
-                match self.call_brain(brain.as_ref(), &request).await {
-                    Err(AttemptError::Brain(BrainError::SessionLost(why))) => {
-                        tracing::info!(session = %s.session_id, %why, "session lost; restoring from the store");
-                        let selection = self.select(task, &trigger, None, &completer).await?;
+        let (mode, selection, reply, fallback) = {
+            let work = async {
+                Ok::<_, AttemptError>(match &session {
+                    Some(s) => {
+                        let resume = Resume {
+                            after: s.last_injected,
+                            agent: task.agent.clone(),
+                        };
+                        let selection = self
+                            .select(task, &trigger, Some(resume), &completer)
+                            .await?;
                         let request = self.request(
                             &system,
                             task,
                             &trigger,
                             &selection,
+                            Some(&s.session_id),
                             None,
-                            Some(RESTORED_NOTICE),
                         );
-                        let reply = self.call_brain(brain.as_ref(), &request).await?;
-                        (SessionMode::Restored, selection, reply, None)
+                        match self.call_brain(brain.as_ref(), &request).await {
+                            Err(AttemptError::Brain(BrainError::SessionLost(why))) => {
+                                tracing::info!(session = %s.session_id, %why, "session lost; restoring from the store");
+                                let selection =
+                                    self.select(task, &trigger, None, &completer).await?;
+                                let request = self.request(
+                                    &system,
+                                    task,
+                                    &trigger,
+                                    &selection,
+                                    None,
+                                    Some(RESTORED_NOTICE),
+                                );
+                                let reply = self.call_brain(brain.as_ref(), &request).await?;
+                                (SessionMode::Restored, selection, reply, None)
+                            }
+                            result => (SessionMode::Resumed, selection, result?, None),
+                        }
                     }
-                    result => (SessionMode::Resumed, selection, result?, None),
-                }
-            }
-            None => {
-                let selection = self.select(task, &trigger, None, &completer).await?;
-                let request = self.request(&system, task, &trigger, &selection, None, None);
-                let (reply, fallback) = self
-                    .call_with_fallback(task, brain.as_ref(), &request)
-                    .await?;
-                let mode = if fallback.is_some() || !brain.keeps_sessions() {
-                    SessionMode::Stateless
-                } else {
-                    SessionMode::New
-                };
-                (mode, selection, reply, fallback)
+                    None => {
+                        let selection = self.select(task, &trigger, None, &completer).await?;
+                        let request = self.request(&system, task, &trigger, &selection, None, None);
+                        let (reply, fallback) = self
+                            .call_with_fallback(task, brain.as_ref(), &request)
+                            .await?;
+                        let mode = if fallback.is_some() || !brain.keeps_sessions() {
+                            SessionMode::Stateless
+                        } else {
+                            SessionMode::New
+                        };
+                        (mode, selection, reply, fallback)
+                    }
+                })
+            };
+            tokio::pin!(work);
+            let ack = self
+                .deps
+                .settings
+                .ack_for(&conversation.channel)
+                .filter(|_| !task.source_type.is_background());
+            match ack {
+                Some((after, text)) => tokio::select! {
+                    done = &mut work => done?,
+                    _ = tokio::time::sleep(after) => {
+                        self.acknowledge(task, &conversation.channel, &trigger, text).await;
+                        work.await?
+                    }
+                },
+                None => work.await?,
             }
         };
 
@@ -242,6 +263,35 @@ impl Worker {
             context: selection.turns(),
             message: context::turn_of(trigger),
             session: session.map(str::to_owned),
+        }
+    }
+
+    /// Queues a short acknowledgement of a slow answer (once per task, through the outbox).
+    async fn acknowledge(
+        &self,
+        task: &TaskRecord,
+        channel: &str,
+        trigger: &MessageRecord,
+        text: String,
+    ) {
+        let delivery = NewDelivery {
+            channel: channel.to_owned(),
+            idempotency_key: format!("ctxgate:task:{}:ack", task.id),
+            kind: "ack".to_owned(),
+            text,
+            reply_to: Some(trigger.channel_message_id.clone()),
+            meta: trigger.meta.clone(),
+        };
+        let now = self.deps.clock.now_ms();
+        match self
+            .deps
+            .store
+            .enqueue_delivery(task.id, &delivery, now)
+            .await
+        {
+            Ok(true) => self.deps.delivery_ready.notify_one(),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot queue the acknowledgement"),
         }
     }
 

@@ -547,3 +547,108 @@ async fn the_bot_webhook_mode_answers_signed_requests_only() {
     assert_eq!(app.brain.requests().len(), 1);
     app.deps.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn briefings_are_posted_into_talk_rooms() {
+    let t = talk(|_, _| {}).await;
+    t.fake
+        .create_room("dmbrief1", 1, "alice", &["alice", "assistant"]);
+    t.app.brain.then_reply("Good morning: two meetings today.");
+    t.start_all();
+    t.watching("dmbrief1").await;
+    let created: Value = t
+        .app
+        .http
+        .post(format!("{}/admin/schedules", t.app.base))
+        .bearer_auth(crate::helpers::ADMIN_TOKEN)
+        .json(
+            &json!({"name": "morning", "cron": "0 7 * * *", "prompt": "Brief me.",
+            "target": {"kind": "talk", "room": "dmbrief1"}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_i64().expect("created");
+    let r = t
+        .app
+        .http
+        .post(format!("{}/admin/schedules/{id}/run", t.app.base))
+        .bearer_auth(crate::helpers::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let posted = t.answer("dmbrief1", 0).await;
+    assert_eq!(posted["message"], "Good morning: two meetings today.");
+    assert!(posted.get("parent").is_none());
+    // The briefing lives in the room's conversation, under the id Talk gave it.
+    let answer_id = posted["id"].as_i64().unwrap();
+    t.wait_stored("dmbrief1", answer_id, |(text, _)| {
+        text.starts_with("Good morning")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn slow_answers_are_acknowledged_once_and_acks_stay_out_of_context() {
+    let t = talk(|_, s| s.ack_after = Duration::from_millis(50)).await;
+    t.fake
+        .create_room("dmslow12", 1, "alice", &["alice", "assistant"]);
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    t.app.brain.then(ctxgate::brain::Step::Gated(
+        gate.clone(),
+        ctxgate::brain::BrainReply::text("the slow answer".into(), Default::default()),
+    ));
+    t.start_all();
+    t.watching("dmslow12").await;
+    t.fake
+        .post("dmslow12", "alice", "think hard", json!([]), None);
+    let ack = t
+        .fake
+        .wait_for(
+            "dmslow12",
+            |m| {
+                m["referenceId"]
+                    .as_str()
+                    .is_some_and(|r| r.ends_with(":ack"))
+            },
+            WAIT,
+        )
+        .await
+        .expect("an acknowledgement");
+    assert_eq!(ack["message"], "Working on it…");
+    gate.notify_one();
+    let answer = t.answer("dmslow12", 1).await;
+    assert_eq!(answer["message"], "the slow answer");
+    t.fake.post("dmslow12", "alice", "thanks", json!([]), None);
+    t.answer("dmslow12", 2).await;
+    let second = &t.app.brain.requests()[1];
+    assert!(
+        second
+            .context
+            .iter()
+            .any(|turn| turn.text == "the slow answer")
+    );
+    assert!(
+        !second
+            .context
+            .iter()
+            .any(|turn| turn.text.contains("Working on it")),
+        "acks are not context: {:?}",
+        second.context
+    );
+    let acks = t
+        .fake
+        .messages("dmslow12")
+        .into_iter()
+        .filter(|m| {
+            m["referenceId"]
+                .as_str()
+                .is_some_and(|r| r.ends_with(":ack"))
+        })
+        .count();
+    assert_eq!(acks, 1);
+}

@@ -352,6 +352,15 @@ impl Store for SqliteStore {
         self.deliveries_of(task).await
     }
 
+    async fn enqueue_delivery(
+        &self,
+        task: TaskId,
+        delivery: &NewDelivery,
+        now: i64,
+    ) -> StoreResult<bool> {
+        self.enqueue_tx(task, delivery, now).await
+    }
+
     async fn put_schedule(
         &self,
         spec: &crate::config::ScheduleSpec,

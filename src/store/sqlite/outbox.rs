@@ -133,6 +133,32 @@ impl SqliteStore {
         Ok(true)
     }
 
+    pub(super) async fn enqueue_tx(
+        &self,
+        task: TaskId,
+        d: &crate::store::NewDelivery,
+        now: i64,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO outbox (task_id, conversation_id, channel, idempotency_key, kind, text,
+                 reply_to, meta, status, available_at, created_at)
+             SELECT id, conversation_id, ?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7
+             FROM tasks WHERE id = ?8
+             ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(&d.channel)
+        .bind(&d.idempotency_key)
+        .bind(&d.kind)
+        .bind(&d.text)
+        .bind(&d.reply_to)
+        .bind((!d.meta.is_null()).then(|| d.meta.to_string()))
+        .bind(now)
+        .bind(task.0)
+        .execute(&self.write)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub(super) async fn deliveries_of(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>> {
         sqlx::query(&format!(
             "{SELECT_DELIVERY} WHERE o.task_id = ?1 ORDER BY o.id"
