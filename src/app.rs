@@ -63,6 +63,9 @@ impl App {
                 .context("cannot build the webhook callback client")?;
             sinks.insert(sink.channel().to_owned(), Arc::new(sink));
         }
+        for sink in crate::email::sinks(&settings)? {
+            sinks.insert(sink.channel().to_owned(), sink);
+        }
         for sink in crate::talk::sinks(&settings)? {
             sinks.insert(sink.channel().to_owned(), sink);
         }
@@ -84,6 +87,7 @@ impl App {
             delivery_ready: Arc::new(Notify::new()),
             shutdown: CancellationToken::new(),
             talk_pollers: Arc::default(),
+            email_trackers: Arc::default(),
         };
         if deps.settings.scheduler.enabled {
             Scheduler::new(deps.clone())
@@ -94,6 +98,8 @@ impl App {
         let intake = Arc::new(IntakeService::new(deps.clone()));
         let pollers = crate::talk::pollers(&deps.settings, intake.clone(), &deps.shutdown)?;
         let _ = deps.talk_pollers.set(pollers);
+        let trackers = crate::email::trackers(&deps.settings, intake.clone(), &deps.shutdown)?;
+        let _ = deps.email_trackers.set(trackers);
         Ok(App {
             intake,
             deps,
@@ -164,6 +170,14 @@ impl App {
         }
         for poller in deps.talk_pollers.get().into_iter().flat_map(|p| p.values()) {
             tracker.spawn(poller.clone().run());
+        }
+        for mailbox in deps
+            .email_trackers
+            .get()
+            .into_iter()
+            .flat_map(|t| t.values())
+        {
+            tracker.spawn(mailbox.clone().run());
         }
         tracker.close();
         let router = crate::http::router(deps.clone(), self.intake.clone());

@@ -32,6 +32,10 @@ pub struct Deps {
     /// Cancelled on shutdown.
     pub shutdown: CancellationToken,
     /// The Talk pollers by account, for channel status (set once the app is built).
+    /// The mailbox trackers by account, for channel status.
+    pub email_trackers: Arc<
+        std::sync::OnceLock<std::collections::BTreeMap<String, ctxgate_email::tracker::Tracker>>,
+    >,
     pub talk_pollers:
         Arc<std::sync::OnceLock<std::collections::BTreeMap<String, ctxgate_talk::poller::Poller>>>,
 }

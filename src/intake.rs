@@ -93,6 +93,18 @@ impl Intake for IntakeService {
         Ok(receipt)
     }
 
+    async fn conversation_of(
+        &self,
+        channel: &str,
+        channel_message_id: &str,
+    ) -> Result<Option<String>, IntakeError> {
+        self.deps
+            .store
+            .conversation_of_message(channel, channel_message_id)
+            .await
+            .map_err(|e| IntakeError::Unavailable(e.to_string()))
+    }
+
     async fn cursor(&self, channel: &str, scope: &str) -> Result<Option<String>, IntakeError> {
         self.deps
             .store

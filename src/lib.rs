@@ -13,6 +13,7 @@ pub mod config;
 pub mod context;
 pub mod deps;
 pub mod doctor;
+pub mod email;
 pub mod domain;
 pub mod http;
 pub mod intake;

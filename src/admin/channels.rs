@@ -33,5 +33,19 @@ pub async fn list(State(deps): State<Deps>) -> Json<Value> {
             "poller": status,
         }));
     }
+    let trackers = deps.email_trackers.get();
+    for (name, mail) in &settings.email {
+        let status = trackers
+            .and_then(|t| t.get(name))
+            .map(|t| serde_json::to_value(t.status()).unwrap_or(Value::Null));
+        channels.push(json!({
+            "channel": crate::email::channel_name(name),
+            "kind": "email",
+            "enabled": mail.enabled,
+            "address": mail.address,
+            "mailbox": mail.mailbox,
+            "tracker": status,
+        }));
+    }
     Json(json!({ "channels": channels }))
 }

@@ -4,6 +4,7 @@
 //! equal). Loading is in [`load`], checks that need more than types in [`validate`].
 
 mod brain;
+mod email;
 mod load;
 mod schedule;
 mod secret;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use brain::{BrainKind, BrainSettings, CliOutput, PromptInput};
+pub use email::{EmailSettings, MailSecurity};
 pub use load::{ConfigError, load, load_str};
 pub use schedule::{ScheduleSpec, SchedulerSettings, Target};
 pub use secret::Secret;
@@ -41,6 +43,9 @@ pub struct Settings {
     /// Nextcloud Talk accounts (`[talk.<name>]`), channel instances `talk:<name>`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub talk: BTreeMap<String, TalkSettings>,
+    /// Mailboxes (`[email.<name>]`), channel instances `email:<name>`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub email: BTreeMap<String, EmailSettings>,
     pub scheduler: SchedulerSettings,
     /// Cron briefings (`[[schedules]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -60,6 +65,7 @@ impl Default for Settings {
             scheduler: SchedulerSettings::default(),
             schedules: Vec::new(),
             talk: BTreeMap::new(),
+            email: BTreeMap::new(),
             brains: BTreeMap::from([("default".to_owned(), BrainSettings::default())]),
             webhooks: BTreeMap::from([(
                 "default".to_owned(),
@@ -78,6 +84,8 @@ impl Settings {
     pub fn system_prompt_for(&self, channel: &str, brain: &str) -> String {
         let own = if let Some(name) = channel.strip_prefix("talk:") {
             self.talk.get(name).and_then(|t| t.system_prompt.clone())
+        } else if let Some(name) = channel.strip_prefix("email:") {
+            self.email.get(name).and_then(|e| e.system_prompt.clone())
         } else {
             channel
                 .strip_prefix("webhook:")
@@ -98,6 +106,9 @@ impl Settings {
     pub fn brain_for_channel(&self, channel: &str) -> &str {
         if let Some(name) = channel.strip_prefix("talk:") {
             return self.talk.get(name).map_or("default", |t| t.brain.as_str());
+        }
+        if let Some(name) = channel.strip_prefix("email:") {
+            return self.email.get(name).map_or("default", |e| e.brain.as_str());
         }
         channel
             .strip_prefix("webhook:")

@@ -83,8 +83,12 @@ pub enum Target {
         account: String,
         room: String,
     },
-    /// An e-mail address (available with the e-mail channel).
-    Email { to: String },
+    /// An e-mail address, sent from a configured mailbox (`[email.<account>]`, default `main`).
+    Email {
+        #[serde(default = "main_account")]
+        account: String,
+        to: String,
+    },
 }
 
 impl Target {
@@ -97,7 +101,7 @@ impl Target {
                 ..
             } => (format!("webhook:{webhook}"), conversation.clone()),
             Target::Talk { account, room } => (format!("talk:{account}"), room.clone()),
-            Target::Email { to } => ("email".to_owned(), to.clone()),
+            Target::Email { account, to } => (format!("email:{account}"), to.clone()),
         }
     }
 }

@@ -87,6 +87,21 @@ impl Settings {
                 return fail(&format!("{key}.brain"), "names no configured brain");
             }
         }
+        for (name, mail) in &self.email {
+            let key = format!("email.{name}");
+            if !valid_name(name) {
+                return fail(
+                    &key,
+                    "mailbox names use lowercase letters, digits, '-' and '_' only",
+                );
+            }
+            if let Err((field, message)) = mail.check() {
+                return fail(&format!("{key}.{field}"), &message);
+            }
+            if !self.brains.contains_key(&mail.brain) {
+                return fail(&format!("{key}.brain"), "names no configured brain");
+            }
+        }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.schedules.iter().enumerate() {
             let key = format!("schedules[{i}]");
@@ -146,10 +161,15 @@ impl Settings {
                 }
                 Ok(())
             }
-            super::Target::Email { .. } => Err(
-                "e-mail targets need the e-mail channel, which this version does not have yet"
-                    .into(),
-            ),
+            super::Target::Email { account, to } => {
+                if !self.email.get(account).is_some_and(|e| e.enabled) {
+                    return Err(format!("no enabled mailbox named {account:?}"));
+                }
+                if !to.contains('@') {
+                    return Err(format!("{to:?} is not an e-mail address"));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -240,6 +260,22 @@ impl Settings {
                     ConfigError::key(
                         path.display().to_string(),
                         format!("schedules[{i}].prompt_file"),
+                        format!("cannot read the prompt file: {e}"),
+                    )
+                })?);
+            }
+        }
+        for (name, mail) in self.email.iter_mut() {
+            if mail.password.is_none()
+                && let Some(path) = &mail.password_file
+            {
+                mail.password = Some(read_secret(path, &format!("email.{name}.password_file"))?);
+            }
+            if let Some(path) = &mail.system_prompt_file {
+                mail.system_prompt = Some(std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError::key(
+                        path.display().to_string(),
+                        format!("email.{name}.system_prompt_file"),
                         format!("cannot read the prompt file: {e}"),
                     )
                 })?);

@@ -204,6 +204,14 @@ pub trait Store: Send + Sync + 'static {
 
     async fn deliveries_for_task(&self, task: TaskId) -> StoreResult<Vec<DeliveryRecord>>;
 
+    /// The external id of the conversation on `channel` holding a message with this channel
+    /// message id (received, or sent and recorded by a delivery).
+    async fn conversation_of_message(
+        &self,
+        channel: &str,
+        channel_message_id: &str,
+    ) -> StoreResult<Option<String>>;
+
     /// Queues an extra delivery for a running task (an acknowledgement); once per key.
     async fn enqueue_delivery(
         &self,

@@ -6,6 +6,7 @@ mod cli;
 pub mod context;
 mod context_props;
 mod docs;
+mod email;
 mod helpers;
 mod scheduler;
 mod store;

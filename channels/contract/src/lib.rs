@@ -25,6 +25,14 @@ pub trait Intake: Send + Sync {
 
     /// The channel's last committed cursor for `scope` (a room, a mailbox), if any.
     async fn cursor(&self, channel: &str, scope: &str) -> Result<Option<String>, IntakeError>;
+
+    /// The conversation (its id on the channel) holding a message with this channel message id,
+    /// received or sent; e-mail uses it to join replies to their thread.
+    async fn conversation_of(
+        &self,
+        channel: &str,
+        channel_message_id: &str,
+    ) -> Result<Option<String>, IntakeError>;
 }
 
 /// The outgoing half of a channel: delivers one answer. Implementations must use

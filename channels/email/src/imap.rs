@@ -222,6 +222,67 @@ impl ImapSession {
         Ok(messages)
     }
 
+    /// Whether the server offers IDLE (RFC 2177).
+    pub async fn supports_idle(&mut self) -> Result<bool, ImapError> {
+        let caps = within(self.timeout, "CAPABILITY", self.session.capabilities())
+            .await?
+            .map_err(|source| protocol("CAPABILITY", source))?;
+        Ok(caps.has_str("IDLE"))
+    }
+
+    /// Waits in IDLE until the server reports a change or `wait` passes (callers re-issue it
+    /// well before the 29 minutes RFC 2177 allows). Returns the session for further commands.
+    pub async fn idle(self, wait: Duration) -> Result<Self, ImapError> {
+        let ImapSession {
+            session,
+            mailbox,
+            batch_size,
+            timeout,
+        } = self;
+        let mut handle = session.idle();
+        within(timeout, "IDLE", handle.init())
+            .await?
+            .map_err(|source| protocol("IDLE", source))?;
+        let (done, _stop) = handle.wait_with_timeout(wait);
+        let outcome = within(wait + timeout, "IDLE", done).await?;
+        outcome.map_err(|source| protocol("IDLE", source))?;
+        let session = within(timeout, "DONE", handle.done())
+            .await?
+            .map_err(|source| protocol("DONE", source))?;
+        Ok(ImapSession {
+            session,
+            mailbox,
+            batch_size,
+            timeout,
+        })
+    }
+
+    /// Marks one message `\Seen`.
+    pub async fn mark_seen(&mut self, uid: u32) -> Result<(), ImapError> {
+        let timeout = self.timeout;
+        within(timeout, "UID STORE", async {
+            let stream = self
+                .session
+                .uid_store(uid.to_string(), "+FLAGS.SILENT (\\Seen)")
+                .await?;
+            stream.try_collect::<Vec<_>>().await
+        })
+        .await?
+        .map_err(|source| protocol("UID STORE", source))?;
+        Ok(())
+    }
+
+    /// Moves one message to `folder` (which must exist).
+    pub async fn move_to(&mut self, uid: u32, folder: &str) -> Result<(), ImapError> {
+        within(
+            self.timeout,
+            "UID MOVE",
+            self.session.uid_mv(uid.to_string(), folder),
+        )
+        .await?
+        .map_err(|source| protocol("UID MOVE", source))
+    }
+
     /// Says goodbye; errors are irrelevant at this point and only logged.
     pub async fn logout(mut self) {
         if let Err(error) = within(self.timeout, "LOGOUT", self.session.logout()).await {

@@ -13,8 +13,10 @@ pub mod imap;
 mod message_id;
 pub mod parse;
 mod security;
+pub mod sink;
 pub mod smtp;
 pub mod thread;
+pub mod tracker;
 
 pub use address::{EmailAddress, Mailbox};
 pub use guards::SkipReason;

@@ -352,6 +352,25 @@ impl Store for SqliteStore {
         self.deliveries_of(task).await
     }
 
+    async fn conversation_of_message(
+        &self,
+        channel: &str,
+        channel_message_id: &str,
+    ) -> StoreResult<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT c.external_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+             WHERE c.channel = ?1 AND m.channel_message_id = ?2
+             UNION ALL
+             SELECT c.external_id FROM outbox o JOIN conversations c ON c.id = o.conversation_id
+             WHERE c.channel = ?1 AND o.channel_message_id = ?2
+             LIMIT 1",
+        )
+        .bind(channel)
+        .bind(channel_message_id)
+        .fetch_optional(&self.read)
+        .await?)
+    }
+
     async fn enqueue_delivery(
         &self,
         task: TaskId,
