@@ -49,3 +49,42 @@ pub async fn list(State(deps): State<Deps>) -> Json<Value> {
     }
     Json(json!({ "channels": channels }))
 }
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedQuery {
+    channel: Option<String>,
+    cursor: Option<i64>,
+    limit: Option<usize>,
+}
+
+/// `GET /admin/skipped`: inbound messages recorded without an answer, with the reason (loop
+/// guards, sender policy, rate limits, unreadable mail), newest first.
+pub async fn skipped(
+    State(deps): State<Deps>,
+    query: Result<axum::extract::Query<SkippedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, super::ApiError> {
+    let axum::extract::Query(q) = query?;
+    let limit = super::limit(q.limit)?;
+    let rows = deps
+        .store
+        .skipped_messages(
+            q.channel.as_deref(),
+            q.cursor.map(crate::domain::MessageId),
+            limit,
+        )
+        .await?;
+    let next = (rows.len() == limit)
+        .then(|| rows.last().map(|m| m.id))
+        .flatten();
+    let items: Vec<Value> = rows
+        .into_iter()
+        .map(|m| {
+            json!({
+                "reason": m.meta.get("skipped").cloned().unwrap_or(Value::Null),
+                "message": m,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "items": items, "next_cursor": next })))
+}

@@ -49,6 +49,7 @@ pub fn router(deps: Deps) -> Option<Router> {
         .route("/schedules/{id}/run", post(schedules::run_now))
         .route("/schedules/{id}/runs", get(schedules::runs))
         .route("/channels", get(channels::list))
+        .route("/skipped", get(channels::skipped))
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}", get(conversations::detail))
         .route("/conversations/{id}/messages", get(conversations::messages))

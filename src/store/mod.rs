@@ -212,6 +212,15 @@ pub trait Store: Send + Sync + 'static {
         channel_message_id: &str,
     ) -> StoreResult<Option<String>>;
 
+    /// Inbound messages recorded without an answer because of a policy (`meta.skipped`), newest
+    /// first, optionally for one channel instance, keyset-paged by id.
+    async fn skipped_messages(
+        &self,
+        channel: Option<&str>,
+        before: Option<MessageId>,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>>;
+
     /// Queues an extra delivery for a running task (an acknowledgement); once per key.
     async fn enqueue_delivery(
         &self,

@@ -328,6 +328,27 @@ async fn robots_lists_bounces_and_the_gateway_itself_get_no_answer() {
     }
     let tasks = store.list_tasks(&Default::default()).await.unwrap();
     assert!(tasks.is_empty());
+    // The operator sees every skipped message with its reason.
+    let listed = m.app.admin_json("/admin/skipped?channel=email:main").await;
+    let mut reasons: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["reason"].as_str().unwrap())
+        .collect();
+    reasons.sort();
+    let mut expected: Vec<&str> = robots.iter().map(|(r, _)| *r).collect();
+    expected.sort();
+    assert_eq!(reasons, expected);
+    let channels = m.app.admin_json("/admin/channels").await;
+    let mailbox = channels["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["channel"] == "email:main")
+        .unwrap()
+        .clone();
+    assert_eq!(mailbox["tracker"]["messages_skipped"], robots.len());
 }
 
 #[tokio::test]

@@ -371,6 +371,26 @@ impl Store for SqliteStore {
         .await?)
     }
 
+    async fn skipped_messages(
+        &self,
+        channel: Option<&str>,
+        before: Option<MessageId>,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRecord>> {
+        let rows = sqlx::query(
+            "SELECT m.* FROM messages m JOIN conversations c ON c.id = m.conversation_id
+             WHERE m.meta IS NOT NULL AND json_extract(m.meta, '$.skipped') IS NOT NULL
+               AND (?1 IS NULL OR c.channel = ?1) AND (?2 IS NULL OR m.id < ?2)
+             ORDER BY m.id DESC LIMIT ?3",
+        )
+        .bind(channel)
+        .bind(before.map(|b| b.0))
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(rows::message).collect()
+    }
+
     async fn enqueue_delivery(
         &self,
         task: TaskId,
