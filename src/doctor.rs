@@ -40,6 +40,75 @@ fn check(status: Status, name: impl Into<String>, detail: impl Into<String>) -> 
     }
 }
 
+/// IMAP: log in and select the mailbox. SMTP: connect, EHLO and log in.
+async fn email_checks(name: &str, mail: &crate::config::EmailSettings) -> Vec<Check> {
+    let imap_key = format!("imap {name}");
+    let smtp_key = format!("smtp {name}");
+    let imap = match crate::email::imap_config(name, mail) {
+        Ok(c) => c,
+        Err(e) => return vec![check(Status::Fail, imap_key, format!("{e:#}"))],
+    };
+    let imap_check = match ctxgate_email::imap::ImapSession::connect(&imap).await {
+        Ok(mut session) => match session.select().await {
+            Ok(state) => {
+                let idle = session.supports_idle().await.unwrap_or(false);
+                session.logout().await;
+                check(
+                    Status::Ok,
+                    imap_key,
+                    format!(
+                        "logged in to {}:{} as {}; {} has {} messages (UIDVALIDITY {}){}",
+                        mail.imap_host,
+                        mail.imap_port,
+                        mail.username,
+                        mail.mailbox,
+                        state.exists,
+                        state.uid_validity,
+                        if idle {
+                            ", IDLE offered"
+                        } else {
+                            ", no IDLE: polling"
+                        }
+                    ),
+                )
+            }
+            Err(e) => check(
+                Status::Fail,
+                imap_key,
+                format!("{e}; check email.{name}.mailbox (it must exist)"),
+            ),
+        },
+        Err(e) => check(
+            Status::Fail,
+            imap_key,
+            format!("{e}; check email.{name}.imap_host, imap_port, imap_security and the password"),
+        ),
+    };
+    let smtp_check = match crate::email::smtp_sender(name, mail) {
+        Ok(sender) => match sender.check().await {
+            Ok(()) => check(
+                Status::Ok,
+                smtp_key,
+                format!(
+                    "{}:{} accepts EHLO{}",
+                    mail.smtp_host,
+                    mail.smtp_port,
+                    if mail.smtp_auth { " and the login" } else { "" }
+                ),
+            ),
+            Err(e) => check(
+                Status::Fail,
+                smtp_key,
+                format!(
+                    "{e}; check email.{name}.smtp_host, smtp_port, smtp_security and smtp_auth"
+                ),
+            ),
+        },
+        Err(e) => check(Status::Fail, smtp_key, format!("{e:#}")),
+    };
+    vec![imap_check, smtp_check]
+}
+
 /// Poll mode: logs in and lists the rooms. Bot mode: the server must answer; the bot itself can
 /// only be checked from Talk (`occ talk:bot:list`).
 async fn talk_check(name: &str, talk: &crate::config::TalkSettings) -> Check {
@@ -146,6 +215,9 @@ pub async fn run(settings: &Settings, origin: &str) -> Vec<Check> {
     }
     for (name, talk) in settings.talk.iter().filter(|(_, t)| t.enabled) {
         out.push(talk_check(name, talk).await);
+    }
+    for (name, mail) in settings.email.iter().filter(|(_, e)| e.enabled) {
+        out.extend(email_checks(name, mail).await);
     }
     let brains = match crate::brain::build_all(settings) {
         Ok(b) => b,

@@ -408,3 +408,49 @@ async fn doctor_reports_each_check_and_fails_on_a_broken_peer() {
             .any(|l| l.starts_with("ok") && l.contains("store"))
     );
 }
+
+#[tokio::test]
+async fn doctor_checks_talk_imap_and_smtp() {
+    let fake = ctxgate_talk::fake::FakeTalk::start().await;
+    fake.add_user("assistant", "Assistant", Some("right-password"));
+    fake.create_room("room1234", 2, "Team", &["assistant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = |talk_password: &str| {
+        format!(
+            "[talk.main]\nbase_url = \"{}\"\nuser = \"assistant\"\npassword = \"{talk_password}\"\n\n\
+             [email.main]\naddress = \"bot@example.org\"\nimap_host = \"127.0.0.1\"\nimap_port = 14143\n\
+             imap_security = \"plain\"\nusername = \"bot\"\npassword = \"secret\"\n\
+             smtp_host = \"127.0.0.1\"\nsmtp_port = 14025\nsmtp_security = \"plain\"\nsmtp_auth = false\n",
+            fake.base_url()
+        )
+    };
+    std::fs::write(dir.path().join("good.toml"), config("right-password")).unwrap();
+    std::fs::write(dir.path().join("bad.toml"), config("wrong-password")).unwrap();
+    let run = |file: &'static str| {
+        let mut cmd = ctxgate(dir.path());
+        cmd.args(["--config", file, "doctor"]);
+        cmd
+    };
+    let out = run("good.toml").output().await.unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{report}");
+    for (name, needle) in [
+        ("talk main", "1 rooms, 1 watched"),
+        ("imap main", "INBOX has"),
+        ("smtp main", "accepts EHLO"),
+    ] {
+        let line = report
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{report}"));
+        assert!(line.starts_with("ok") && line.contains(needle), "{line}");
+    }
+    let out = run("bad.toml").output().await.unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    let line = report.lines().find(|l| l.contains("talk main")).unwrap();
+    assert!(
+        line.starts_with("FAIL") && line.contains("app password"),
+        "{line}"
+    );
+}

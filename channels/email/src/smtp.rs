@@ -192,6 +192,18 @@ impl SmtpSender {
         })
     }
 
+    /// Connects, says EHLO and logs in when configured (what `ctxgate doctor` checks).
+    pub async fn check(&self) -> Result<(), SmtpError> {
+        match self.transport.test_connection().await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(SmtpError::Transient(
+                "the server did not accept the connection".into(),
+            )),
+            Err(e) if e.is_permanent() || e.is_client() => Err(SmtpError::Rejected(e.to_string())),
+            Err(e) => Err(SmtpError::Transient(e.to_string())),
+        }
+    }
+
     /// Sends one message.
     #[tracing::instrument(skip_all, fields(message_id = %mail.message_id))]
     pub async fn send(&self, mail: &OutgoingMail) -> Result<(), SmtpError> {
