@@ -146,6 +146,10 @@ impl Drop for Mail {
 
 /// The answer to `parent` in alice's INBOX (OpenSMTPD queues, then delivers over LMTP).
 async fn answer_to(parent: &str) -> NormalizedMail {
+    find_in_alice(|mail| mail.in_reply_to.iter().any(|id| id.as_str() == parent)).await
+}
+
+async fn find_in_alice(found: impl Fn(&NormalizedMail) -> bool) -> NormalizedMail {
     let mut inbox = ImapSession::connect(&imap("alice", "INBOX")).await.unwrap();
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
@@ -159,7 +163,7 @@ async fn answer_to(parent: &str) -> NormalizedMail {
             for m in batch {
                 last = m.uid;
                 let mail = normalize(&m.raw).unwrap();
-                if mail.in_reply_to.iter().any(|id| id.as_str() == parent) {
+                if found(&mail) {
                     inbox.logout().await;
                     return mail;
                 }
@@ -167,7 +171,7 @@ async fn answer_to(parent: &str) -> NormalizedMail {
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no answer to <{parent}> arrived"
+            "the expected mail did not arrive"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -510,4 +514,44 @@ impl ctxgate_contract::Intake for StopAfterOne {
     ) -> Result<Option<String>, ctxgate_contract::IntakeError> {
         self.inner.conversation_of(channel, id).await
     }
+}
+
+#[tokio::test]
+async fn briefings_are_mailed_as_auto_generated() {
+    let subject = unique("Briefing");
+    let m = mail_app(|s| s.briefing_subject = subject.clone()).await;
+    m.app.brain.then_reply("Three things today.");
+    m.start();
+    let created: serde_json::Value = m
+        .app
+        .http
+        .post(format!("{}/admin/schedules", m.app.base))
+        .bearer_auth(crate::helpers::ADMIN_TOKEN)
+        .json(
+            &serde_json::json!({"name": "daily", "cron": "0 7 * * *", "prompt": "Brief me.",
+            "target": {"kind": "email", "to": "alice@example.org"}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_i64().expect("created");
+    let r = m
+        .app
+        .http
+        .post(format!("{}/admin/schedules/{id}/run", m.app.base))
+        .bearer_auth(crate::helpers::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let mail = find_in_alice(|mail| mail.subject.as_deref() == Some(subject.as_str())).await;
+    assert_eq!(
+        mail.loop_headers.auto_submitted.as_deref(),
+        Some("auto-generated")
+    );
+    assert_eq!(mail.body.text, "Three things today.");
+    assert!(mail.in_reply_to.is_empty());
 }
