@@ -454,3 +454,137 @@ async fn doctor_checks_talk_imap_and_smtp() {
         "{line}"
     );
 }
+
+/// The real process in a Talk room (the fake Talk server of `ctxgate-talk`), logging at debug
+/// level: it answers a direct message, and none of the planted secrets appears in its logs, its
+/// errors or the config endpoint.
+#[tokio::test]
+async fn serve_answers_in_talk_and_never_logs_a_secret() {
+    const TALK_PASSWORD: &str = "planted-talk-app-password-7f3a";
+    const ADMIN: &str = "planted-admin-token-9c1e2d";
+    let fake = ctxgate_talk::fake::FakeTalk::start().await;
+    fake.add_user("assistant", "Assistant", Some(TALK_PASSWORD));
+    fake.add_user("alice", "Alice", Some("alice-pw"));
+    fake.create_room("dmalice1", 1, "alice", &["alice", "assistant"]);
+    fake.set_long_poll_cap(Duration::from_millis(500));
+    let dir = tempfile::tempdir().unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = ctxgate(dir.path())
+        .arg("serve")
+        .env("RUST_LOG", "debug")
+        .env("CTXGATE__HTTP__LISTEN", format!("127.0.0.1:{port}"))
+        .env("CTXGATE__WEBHOOKS__DEFAULT__SECRET", SECRET)
+        .env("CTXGATE__ADMIN__TOKEN", ADMIN)
+        .env("CTXGATE__TALK__MAIN__BASE_URL", fake.base_url())
+        .env("CTXGATE__TALK__MAIN__USER", "assistant")
+        .env("CTXGATE__TALK__MAIN__PASSWORD", TALK_PASSWORD)
+        .env("CTXGATE__TALK__MAIN__ROOM_LIST_INTERVAL", "100ms")
+        .env("CTXGATE__TALK__MAIN__LONG_POLL_TIMEOUT", "1s")
+        .env("CTXGATE__TALK__MAIN__REQUEST_TIMEOUT", "5s")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = log_tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let http = reqwest::Client::new();
+    let admin = |path: &str| {
+        http.get(format!("http://127.0.0.1:{port}/admin{path}"))
+            .bearer_auth(ADMIN)
+            .send()
+    };
+    // Watching the room (its cursor is committed), then Talk's clock moves past that second.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        while let Ok(line) = log_rx.try_recv() {
+            log.push(line);
+        }
+        if let Ok(r) = admin("/channels").await
+            && let Ok(body) = r.json::<Value>().await
+            && body["channels"].as_array().is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["poller"]["rooms"]
+                        .as_array()
+                        .is_some_and(|rs| rs.iter().any(|r| r["cursor"].is_i64()))
+                })
+            })
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never watched the room: {log:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    fake.advance_time(Duration::from_secs(2));
+    fake.post("dmalice1", "alice", "ping from talk", json!([]), None);
+    let answer = fake
+        .wait_for(
+            "dmalice1",
+            |m| {
+                m["actorId"] == "assistant"
+                    && m["referenceId"]
+                        .as_str()
+                        .is_some_and(|r| r.starts_with("ctxgate:task:"))
+            },
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("the process answers in Talk");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("echo: ping from talk"),
+        "{answer}"
+    );
+    let config: Value = admin("/config").await.unwrap().json().await.unwrap();
+    let config = config.to_string();
+    assert!(
+        config.contains("dmalice1") || config.contains("assistant"),
+        "{config}"
+    );
+    // A request with a wrong token is refused without echoing anything secret.
+    let refused = http
+        .get(format!("http://127.0.0.1:{port}/admin/tasks"))
+        .bearer_auth("wrong-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let refused = refused.text().await.unwrap();
+
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits within 30 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut stdout = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        use tokio::io::AsyncReadExt;
+        out.read_to_string(&mut stdout).await.unwrap();
+    }
+    // The reader task ends with the process; collect what is left.
+    while let Some(line) = log_rx.recv().await {
+        log.push(line);
+    }
+    let everything = format!("{}\n{stdout}\n{config}\n{refused}", log.join("\n"));
+    assert!(log.len() > 20, "debug logging was on: {} lines", log.len());
+    for secret in [TALK_PASSWORD, ADMIN, SECRET] {
+        assert!(!everything.contains(secret), "{secret} leaked");
+    }
+}
