@@ -2,6 +2,7 @@
 //! touching callers. All times are unix milliseconds, passed in by the caller so that tests can
 //! drive the clock.
 
+pub mod postgres;
 mod records;
 pub mod sqlite;
 

@@ -10,6 +10,7 @@ mod email;
 mod helpers;
 mod scheduler;
 mod store;
+mod store_contract;
 mod talk;
 mod webhook;
 mod worker;
