@@ -4,10 +4,25 @@
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
+use utoipa::IntoParams;
+
+use super::extract::Query;
+use super::{ApiError, ErrorBody, schema};
 
 use crate::config::TalkMode;
 use crate::deps::Deps;
 
+/// Every configured channel instance and how it is doing.
+///
+/// For Talk accounts the poller's rooms, last poll, lag, errors and backoff; for mailboxes the
+/// tracker's.
+#[utoipa::path(
+    get,
+    path = "/channels",
+    tag = "channels",
+    operation_id = "list_channels",
+    responses((status = 200, description = "The channel instances", body = schema::ChannelList))
+)]
 pub async fn list(State(deps): State<Deps>) -> Json<Value> {
     let settings = &deps.settings;
     let mut channels = Vec::new();
@@ -50,21 +65,38 @@ pub async fn list(State(deps): State<Deps>) -> Json<Value> {
     Json(json!({ "channels": channels }))
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct SkippedQuery {
+    /// Only this channel instance, such as `email:main`.
     channel: Option<String>,
+    /// The `next_cursor` of the previous page; omit it for the first page.
     cursor: Option<i64>,
+    /// Items per page, 1–500.
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<usize>,
 }
 
-/// `GET /admin/skipped`: inbound messages recorded without an answer, with the reason (loop
-/// guards, sender policy, rate limits, unreadable mail), newest first.
+/// Inbound messages recorded without an answer.
+///
+/// With the reason (loop guards, sender policy, rate limits, unreadable mail), newest first.
+#[utoipa::path(
+    get,
+    path = "/skipped",
+    tag = "channels",
+    operation_id = "list_skipped",
+    params(SkippedQuery),
+    responses(
+        (status = 200, description = "A page of skipped messages", body = schema::SkippedPage),
+        (status = 400, description = "`invalid_parameter`", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn skipped(
     State(deps): State<Deps>,
-    query: Result<axum::extract::Query<SkippedQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, super::ApiError> {
-    let axum::extract::Query(q) = query?;
+    Query(q): Query<SkippedQuery>,
+) -> Result<Json<Value>, ApiError> {
     let limit = super::limit(q.limit)?;
     let rows = deps
         .store

@@ -1,35 +1,52 @@
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::IntoParams;
 
-use super::ApiError;
+use super::extract::{Path, Query};
+use super::{ApiError, ErrorBody, schema};
 use crate::context::{Incoming, render};
 use crate::deps::Deps;
 use crate::domain::{ConversationId, MessageId};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PreviewQuery {
     /// The text of the hypothetical new message.
     text: String,
     /// The message it would reply to.
     reply_to: Option<i64>,
-    /// Whether to run triage (an LLM call) as a real task would; default true.
+    /// Whether to run triage (an LLM call) as a real task would.
+    #[param(default = true)]
     triage: Option<bool>,
     /// Token budget instead of the configured one.
     budget: Option<usize>,
 }
 
-/// `GET /admin/conversations/{id}/context?text=…`: the context a new message would get now,
-/// with the reason and token count of every message considered.
+/// Preview the context a new message would get.
+///
+/// The context a new message with `text` would get now, with the reason and token count of
+/// every message considered. With `triage` (the default) this calls the triage brain.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}/context",
+    tag = "conversations",
+    operation_id = "preview_context",
+    params(("id" = i64, Path, description = "Conversation id"), PreviewQuery),
+    responses(
+        (status = 200, description = "What the context would be", body = schema::ContextPreview),
+        (status = 400, description = "`invalid_parameter`: `text` is missing, or a parameter is malformed or unknown", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such conversation", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn preview(
     State(deps): State<Deps>,
     Path(id): Path<i64>,
-    query: Result<Query<PreviewQuery>, QueryRejection>,
+    Query(q): Query<PreviewQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query?;
     let id = ConversationId(id);
     let conversation = deps
         .store

@@ -1,27 +1,30 @@
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
-use serde::Deserialize;
+use axum::extract::State;
 use serde_json::{Value, json};
 
-use super::{ApiError, limit};
+use super::extract::{Path, Query};
+use super::{ApiError, ErrorBody, PageQuery, limit, schema};
 use crate::deps::Deps;
 use crate::domain::{ConversationId, MessageId};
 use crate::store::{Bound, Page};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PageQuery {
-    cursor: Option<i64>,
-    limit: Option<usize>,
-}
-
-/// `GET /admin/conversations`: newest first.
+/// List conversations, newest first.
+#[utoipa::path(
+    get,
+    path = "/conversations",
+    tag = "conversations",
+    operation_id = "list_conversations",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "A page of conversations", body = schema::ConversationPage),
+        (status = 400, description = "`invalid_parameter`", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(deps): State<Deps>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    Query(q): Query<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query?;
     let page = Page {
         before: q.cursor,
         limit: limit(q.limit)?,
@@ -33,6 +36,20 @@ pub async fn list(
     Ok(Json(json!({ "items": items, "next_cursor": next })))
 }
 
+/// One conversation.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}",
+    tag = "conversations",
+    operation_id = "get_conversation",
+    params(("id" = i64, Path, description = "Conversation id")),
+    responses(
+        (status = 200, description = "The conversation", body = schema::Conversation),
+        (status = 400, description = "`invalid_parameter`: the id is not an integer", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such conversation", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn detail(
     State(deps): State<Deps>,
     Path(id): Path<i64>,
@@ -45,14 +62,27 @@ pub async fn detail(
     Ok(Json(json!(c)))
 }
 
-/// `GET /admin/conversations/{id}/messages`: a page of history, oldest first within the page;
-/// `next_cursor` pages further back.
+/// A conversation's history, page by page.
+///
+/// The newest page first; oldest first within a page; `next_cursor` pages further back.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}/messages",
+    tag = "conversations",
+    operation_id = "list_messages",
+    params(("id" = i64, Path, description = "Conversation id"), PageQuery),
+    responses(
+        (status = 200, description = "A page of messages", body = schema::MessagePage),
+        (status = 400, description = "`invalid_parameter`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such conversation", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn messages(
     State(deps): State<Deps>,
     Path(id): Path<i64>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    Query(q): Query<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query?;
     let id = ConversationId(id);
     if deps.store.get_conversation(id).await?.is_none() {
         return Err(ApiError::not_found("conversation"));

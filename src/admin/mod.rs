@@ -5,59 +5,116 @@ mod channels;
 mod context;
 mod conversations;
 mod error;
+mod extract;
+mod openapi;
 mod schedules;
+mod schema;
 mod tasks;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::MethodRouter;
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use utoipa::IntoParams;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorBody, ErrorDetail, json_errors};
+pub use openapi::document as openapi_document;
 
 use crate::config::Secret;
 use crate::deps::Deps;
 
+/// Where [`router`] is nested.
+pub const PREFIX: &str = "/admin";
+
 const MAX_LIMIT: usize = 500;
 
-/// The admin routes (to nest under `/admin`), or `None` when no token is configured (the API is then disabled).
+/// `(Method::M, path, on(MethodFilter::M, handler))`, the method written once.
+macro_rules! table {
+    ($($method:ident $path:literal => $handler:expr),* $(,)?) => {
+        vec![$((
+            Method::$method,
+            $path,
+            axum::routing::on(axum::routing::MethodFilter::$method, $handler),
+        )),*]
+    };
+}
+
+/// Every admin route: method, path under [`PREFIX`] (OpenAPI syntax), handler. The router is
+/// built from this table and nothing else, and `tests/it/openapi.rs` checks it against the
+/// OpenAPI document both ways: a route added here needs `#[utoipa::path]` on its handler and a
+/// place in `openapi::AdminApi`'s `paths(...)`.
+fn table() -> Vec<(Method, &'static str, MethodRouter<Deps>)> {
+    table![
+        GET "/openapi.json" => openapi::serve,
+        GET "/tasks" => tasks::list,
+        GET "/tasks/{id}" => tasks::detail,
+        POST "/tasks/{id}/cancel" => tasks::cancel,
+        POST "/tasks/{id}/retry" => tasks::retry,
+        GET "/usage" => tasks::usage,
+        GET "/config" => tasks::config,
+        GET "/schedules" => schedules::list,
+        POST "/schedules" => schedules::create,
+        GET "/schedules/{id}" => schedules::get,
+        PUT "/schedules/{id}" => schedules::update,
+        DELETE "/schedules/{id}" => schedules::delete,
+        POST "/schedules/{id}/enable" => schedules::enable,
+        POST "/schedules/{id}/disable" => schedules::disable,
+        POST "/schedules/{id}/run" => schedules::run_now,
+        GET "/schedules/{id}/runs" => schedules::runs,
+        GET "/channels" => channels::list,
+        GET "/skipped" => channels::skipped,
+        GET "/conversations" => conversations::list,
+        GET "/conversations/{id}" => conversations::detail,
+        GET "/conversations/{id}/messages" => conversations::messages,
+        GET "/conversations/{id}/context" => context::preview,
+    ]
+}
+
+/// The admin routes served, as (method, full path in OpenAPI syntax such as
+/// `/admin/tasks/{id}`); `GET` ones answer `HEAD` too.
+pub fn routes() -> Vec<(Method, String)> {
+    table()
+        .into_iter()
+        .map(|(method, path, _)| (method, format!("{PREFIX}{path}")))
+        .collect()
+}
+
+/// The admin routes (to nest under [`PREFIX`]), or `None` when no token is configured (the API is then disabled).
 pub fn router(deps: Deps) -> Option<Router> {
     let tokens = Tokens {
         full: deps.settings.admin.token.clone()?,
         read_only: deps.settings.admin.read_only_token.clone(),
     };
-    let routes = Router::new()
-        .route("/tasks", get(tasks::list))
-        .route("/tasks/{id}", get(tasks::detail))
-        .route("/usage", get(tasks::usage))
-        .route("/config", get(tasks::config))
-        .route("/tasks/{id}/cancel", post(tasks::cancel))
-        .route("/tasks/{id}/retry", post(tasks::retry))
-        .route("/schedules", get(schedules::list).post(schedules::create))
-        .route(
-            "/schedules/{id}",
-            get(schedules::get)
-                .put(schedules::update)
-                .delete(schedules::delete),
-        )
-        .route("/schedules/{id}/enable", post(schedules::enable))
-        .route("/schedules/{id}/disable", post(schedules::disable))
-        .route("/schedules/{id}/run", post(schedules::run_now))
-        .route("/schedules/{id}/runs", get(schedules::runs))
-        .route("/channels", get(channels::list))
-        .route("/skipped", get(channels::skipped))
-        .route("/conversations", get(conversations::list))
-        .route("/conversations/{id}", get(conversations::detail))
-        .route("/conversations/{id}/messages", get(conversations::messages))
-        .route("/conversations/{id}/context", get(context::preview))
+    let routes = table()
+        .into_iter()
+        .fold(Router::new(), |router, (_, path, handler)| {
+            router.route(path, handler)
+        })
+        // After the routes: it applies to those present.
+        .method_not_allowed_fallback(|method: Method| async move {
+            ApiError::method_not_allowed(&method)
+        })
         .fallback(|| async { ApiError::not_found("admin route") })
         .with_state(deps)
         .layer(middleware::from_fn_with_state(tokens, require_token));
     Some(routes)
+}
+
+/// Keyset paging, the same on every list that pages.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// The `next_cursor` of the previous page; omit it for the first page.
+    cursor: Option<i64>,
+    /// Items per page, 1–500.
+    #[param(minimum = 1, maximum = 500, default = 50)]
+    limit: Option<usize>,
 }
 
 /// The admin tokens: full access, and optionally read-only (GET only).

@@ -1,34 +1,60 @@
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use ctxgate_contract::SourceType;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::IntoParams;
 
-use super::{ApiError, limit, time_param};
+use super::extract::{Path, Query};
+use super::{ApiError, ErrorBody, limit, schema, time_param};
 use crate::deps::Deps;
 use crate::domain::{ConversationId, TaskId, TaskStatus};
 use crate::store::{Page, TaskFilter, UsageGroup};
 
-#[derive(Debug, Deserialize)]
+/// Filters of the task list, and paging.
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TaskQuery {
+    #[param(inline, value_type = Option<schema::TaskStatus>)]
     status: Option<String>,
+    /// `webhook`, `talk`, `email`, `briefing`, `scheduled`, `heartbeat`, `subtask`, `admin`,
+    /// `import`.
     source_type: Option<String>,
+    /// A channel instance, such as `webhook:default`.
     channel: Option<String>,
+    /// A conversation id.
     conversation: Option<i64>,
+    /// RFC 3339, inclusive.
+    #[param(format = DateTime)]
     created_after: Option<String>,
+    /// RFC 3339, exclusive.
+    #[param(format = DateTime)]
     created_before: Option<String>,
+    /// The `next_cursor` of the previous page; omit it for the first page.
     cursor: Option<i64>,
+    /// Items per page, 1–500.
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<usize>,
 }
 
-/// `GET /admin/tasks`: newest first, filtered.
+/// List tasks, newest first.
+#[utoipa::path(
+    get,
+    path = "/tasks",
+    tag = "tasks",
+    operation_id = "list_tasks",
+    params(TaskQuery),
+    responses(
+        (status = 200, description = "A page of tasks", body = schema::TaskPage),
+        (status = 400, description = "`invalid_parameter`: a filter is malformed or unknown, or `limit` is out of range", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(deps): State<Deps>,
-    query: Result<Query<TaskQuery>, QueryRejection>,
+    Query(q): Query<TaskQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query?;
     let status = q
         .status
         .as_deref()
@@ -67,21 +93,51 @@ pub async fn list(
     Ok(Json(json!({ "items": tasks, "next_cursor": next })))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct UsageQuery {
+    /// How the totals are grouped.
+    #[param(inline, value_type = Option<UsageBy>)]
     by: Option<String>,
+    /// RFC 3339: tasks created at or after.
+    #[param(format = DateTime)]
     since: Option<String>,
+    /// RFC 3339: tasks created before.
+    #[param(format = DateTime)]
     until: Option<String>,
 }
 
-/// `GET /admin/usage?by=conversation|user|day|brain&since=&until=`: token totals of tasks
-/// (answers and triage apart).
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(default = "day")]
+#[allow(dead_code)]
+enum UsageBy {
+    Conversation,
+    User,
+    Day,
+    Brain,
+}
+
+/// Token and cost totals.
+///
+/// Totals of tasks' tokens (answers and triage apart) and costs, grouped.
+#[utoipa::path(
+    get,
+    path = "/usage",
+    tag = "gateway",
+    operation_id = "usage_totals",
+    params(UsageQuery),
+    responses(
+        (status = 200, description = "One row per group", body = schema::UsageList),
+        (status = 400, description = "`invalid_parameter`", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn usage(
     State(deps): State<Deps>,
-    query: Result<Query<UsageQuery>, QueryRejection>,
+    Query(q): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query?;
     let by = match q.by.as_deref().unwrap_or("day") {
         "conversation" => UsageGroup::Conversation,
         "user" => UsageGroup::User,
@@ -99,7 +155,21 @@ pub async fn usage(
     Ok(Json(json!({ "items": items })))
 }
 
-/// `POST /admin/tasks/{id}/cancel`: a pending task is cancelled (409 otherwise).
+/// Cancel a pending task.
+#[utoipa::path(
+    post,
+    path = "/tasks/{id}/cancel",
+    tag = "tasks",
+    operation_id = "cancel_task",
+    params(("id" = i64, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task, cancelled", body = schema::TaskChanged),
+        (status = 400, description = "`invalid_parameter`: the id is not an integer", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such task", body = ErrorBody),
+        (status = 409, description = "`wrong_status`: the task is not pending", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn cancel(
     State(deps): State<Deps>,
     Path(id): Path<i64>,
@@ -113,8 +183,23 @@ pub async fn cancel(
     .await
 }
 
-/// `POST /admin/tasks/{id}/retry`: a failed or cancelled task is queued again with the
-/// configured number of attempts (409 otherwise).
+/// Queue a failed or cancelled task again.
+///
+/// The task gets the configured number of attempts afresh.
+#[utoipa::path(
+    post,
+    path = "/tasks/{id}/retry",
+    tag = "tasks",
+    operation_id = "retry_task",
+    params(("id" = i64, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task, pending again", body = schema::TaskChanged),
+        (status = 400, description = "`invalid_parameter`: the id is not an integer", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such task", body = ErrorBody),
+        (status = 409, description = "`wrong_status`: the task is neither failed nor cancelled", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn retry(State(deps): State<Deps>, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
     let attempts = deps.settings.worker.max_attempts;
     let result = change(
@@ -148,12 +233,32 @@ where
     Ok(Json(json!({ "task": task })))
 }
 
-/// `GET /admin/config`: the effective configuration, secrets redacted.
+/// The effective configuration, secrets redacted.
+#[utoipa::path(
+    get,
+    path = "/config",
+    tag = "gateway",
+    operation_id = "effective_config",
+    responses((status = 200, description = "The configuration in effect", body = schema::Config))
+)]
 pub async fn config(State(deps): State<Deps>) -> Json<Value> {
     Json(json!(deps.settings.as_ref()))
 }
 
-/// `GET /admin/tasks/{id}`: the task with its attempts, trigger message and deliveries.
+/// One task with its trigger message, attempts and deliveries.
+#[utoipa::path(
+    get,
+    path = "/tasks/{id}",
+    tag = "tasks",
+    operation_id = "get_task",
+    params(("id" = i64, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task", body = schema::TaskDetail),
+        (status = 400, description = "`invalid_parameter`: the id is not an integer", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such task", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    )
+)]
 pub async fn detail(
     State(deps): State<Deps>,
     Path(id): Path<i64>,

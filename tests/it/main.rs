@@ -8,6 +8,7 @@ mod context_props;
 mod docs;
 mod email;
 mod helpers;
+mod openapi;
 mod scheduler;
 mod store;
 mod store_contract;
