@@ -390,21 +390,21 @@ impl Poller {
         }
     }
 
-    /// Whether the room list announced a message newer than `cursor`, and the room's latest
-    /// activity (unix seconds).
+    /// Whether the room list announced a message newer than `cursor`, and the time of the newest
+    /// message this process took from the room in a poll (unix seconds; 0 = none yet). Only
+    /// messages seen by this process keep a room long-polled, so a restart next to a thousand
+    /// recently active rooms does not open a thousand long polls.
     fn room_activity(&self, token: &str, cursor: i64) -> (bool, i64) {
         let map = self.shared.rooms.lock().expect("rooms lock");
         let Some(state) = map.get(token) else {
             return (false, 0);
         };
-        let room = state.room.as_ref();
-        let pending = room
+        let pending = state
+            .room
+            .as_ref()
             .and_then(Room::last_message_id)
             .is_some_and(|id| id > cursor);
-        let activity = room
-            .map_or(0, |r| r.last_activity)
-            .max(state.last_message_at);
-        (pending, activity)
+        (pending, state.last_message_at)
     }
 
     fn take_wake(&self, token: &str) -> bool {
