@@ -21,7 +21,7 @@ use crate::deps::Deps;
 use crate::intake::IntakeService;
 use crate::outbox::Outbox;
 use crate::scheduler::Scheduler;
-use crate::store::sqlite::SqliteStore;
+use crate::store::{OpenedStore, display_url};
 use crate::worker::Worker;
 
 /// Replacements tests (and embedders) may inject.
@@ -37,7 +37,7 @@ pub struct App {
     intake: Arc<IntakeService>,
     listener: TcpListener,
     address: SocketAddr,
-    sqlite: SqliteStore,
+    store: OpenedStore,
 }
 
 impl App {
@@ -47,10 +47,13 @@ impl App {
 
     pub async fn build_with(mut settings: Settings, overrides: Overrides) -> anyhow::Result<App> {
         ensure_webhook_secrets(&mut settings)?;
-        let sqlite = SqliteStore::connect(&settings.store)
-            .await
-            .with_context(|| format!("cannot open the store at {}", settings.store.url))?;
-        let applied = sqlite.migrate().await.context("cannot migrate the store")?;
+        let store = OpenedStore::open(&settings.store).await.with_context(|| {
+            format!(
+                "cannot open the store at {}",
+                display_url(&settings.store.url)
+            )
+        })?;
+        let applied = store.migrate().await.context("cannot migrate the store")?;
         if applied > 0 {
             tracing::info!(applied, "store migrated");
         }
@@ -77,7 +80,7 @@ impl App {
         let address = listener.local_addr()?;
         let deps = Deps {
             settings: Arc::new(settings),
-            store: Arc::new(sqlite.clone()),
+            store: store.shared(),
             clock: overrides.clock.unwrap_or_default(),
             context: ContextEngine::new(counter),
             metrics: crate::metrics::Metrics::new(),
@@ -105,7 +108,7 @@ impl App {
             deps,
             listener,
             address,
-            sqlite,
+            store,
         })
     }
 
@@ -189,7 +192,7 @@ impl App {
             .context("HTTP server failed")?;
         deps.shutdown.cancel();
         tracker.wait().await;
-        self.sqlite.close().await;
+        self.store.close().await;
         tracing::info!("ctxgate stopped");
         Ok(())
     }

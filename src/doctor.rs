@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::brain::BrainError;
 use crate::config::{BrainKind, Settings};
-use crate::store::sqlite::SqliteStore;
+use crate::store::{OpenedStore, display_url};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -262,37 +262,30 @@ pub async fn run(settings: &Settings, origin: &str) -> Vec<Check> {
 }
 
 async fn store(settings: &Settings) -> Check {
-    match SqliteStore::connect(&settings.store).await {
+    let url = display_url(&settings.store.url);
+    match OpenedStore::open(&settings.store).await {
         Err(e) => check(
             Status::Fail,
             "store",
             format!(
                 "cannot open {}: {e}; check store.url and that its folder is writable",
-                settings.store.url
+                url
             ),
         ),
         Ok(s) => {
             let pending = s.pending_migrations().await;
             s.close().await;
             match pending {
-                Ok(0) => check(
-                    Status::Ok,
-                    "store",
-                    format!("{} is up to date", settings.store.url),
-                ),
+                Ok(0) => check(Status::Ok, "store", format!("{} is up to date", url)),
                 Ok(n) => check(
                     Status::Ok,
                     "store",
                     format!(
                         "{}: {n} migration(s) will be applied at start-up (or run ctxgate migrate)",
-                        settings.store.url
+                        url
                     ),
                 ),
-                Err(e) => check(
-                    Status::Fail,
-                    "store",
-                    format!("{}: {e}", settings.store.url),
-                ),
+                Err(e) => check(Status::Fail, "store", format!("{}: {e}", url)),
             }
         }
     }

@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use ctxgate::cli::{Cli, Command, ContextCommand};
-use ctxgate::store::sqlite::SqliteStore;
+use ctxgate::store::{OpenedStore, display_url};
 use ctxgate::{App, config, telemetry};
 
 #[tokio::main]
@@ -70,9 +70,15 @@ async fn main() -> ExitCode {
         }
         Command::Import { file, channel } => {
             let result = async {
-                let store = SqliteStore::connect(&settings.store).await?;
+                let store = OpenedStore::open(&settings.store).await?;
                 store.migrate().await?;
-                let done = ctxgate::context::offline::import(&store, &file, &channel, true).await;
+                let done = ctxgate::context::offline::import(
+                    store.shared().as_ref(),
+                    &file,
+                    &channel,
+                    true,
+                )
+                .await;
                 store.close().await;
                 done
             }
@@ -81,7 +87,8 @@ async fn main() -> ExitCode {
                 Ok(done) => {
                     println!(
                         "imported {} messages into {}",
-                        done.messages, settings.store.url
+                        done.messages,
+                        display_url(&settings.store.url)
                     );
                     ExitCode::SUCCESS
                 }
@@ -94,7 +101,7 @@ async fn main() -> ExitCode {
         Command::Migrate => {
             telemetry::init(&settings.telemetry);
             let result = async {
-                let store = SqliteStore::connect(&settings.store).await?;
+                let store = OpenedStore::open(&settings.store).await?;
                 let applied = store.migrate().await?;
                 store.close().await;
                 Ok::<_, ctxgate::store::StoreError>(applied)
@@ -102,7 +109,10 @@ async fn main() -> ExitCode {
             .await;
             match result {
                 Ok(n) => {
-                    println!("applied {n} migration(s) to {}", settings.store.url);
+                    println!(
+                        "applied {n} migration(s) to {}",
+                        display_url(&settings.store.url)
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

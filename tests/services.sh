@@ -6,7 +6,8 @@
 #   high ports, state under $CTXGATE_MAIL_DIR (default /tmp/ctxgate-mail). Running the script again
 #   restarts both daemons from a clean configuration; mailboxes are kept (tests use unique subjects).
 #   The connection facts are written to $CTXGATE_MAIL_DIR/env for tests and humans.
-# Later parts add their peers here (PostgreSQL when none answers on 127.0.0.1:5432).
+# - PostgreSQL on 127.0.0.1:5432 for the store contract tests: the machine's server, or a
+#   throwaway cluster (trust auth, database `test`) when none answers.
 set -euo pipefail
 
 MAIL_DIR=${CTXGATE_MAIL_DIR:-/tmp/ctxgate-mail}
@@ -197,5 +198,34 @@ CTXGATE_MAIL_PASSWORD=$MAIL_PASSWORD
 CTXGATE_MAIL_DOMAIN=$MAIL_DOMAIN
 EOF
 log "mail stack up: SMTP $MAIL_HOST:$SMTP_PORT, IMAP $MAIL_HOST:$IMAP_PORT (users ${MAIL_USERS[*]}, password $MAIL_PASSWORD); facts in $MAIL_DIR/env"
+
+# --- PostgreSQL: the machine's server, or a throwaway cluster when none answers ----------------
+# The store contract tests need a server on 127.0.0.1:$PG_PORT where user postgres may connect
+# without a password (trust) and create databases.
+PG_PORT=${CTXGATE_PG_PORT:-5432}
+PG_DIR=${CTXGATE_PG_DIR:-/tmp/ctxgate-pg}
+if port_open "$PG_PORT"; then
+  log "PostgreSQL answers on $MAIL_HOST:$PG_PORT"
+else
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    log "installing postgresql"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  fi
+  PG_BIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
+  if [ ! -f "$PG_DIR/PG_VERSION" ]; then
+    rm -rf "$PG_DIR"
+    mkdir -p "$PG_DIR"
+    chown postgres:postgres "$PG_DIR"
+    runuser -u postgres -- "$PG_BIN/initdb" -D "$PG_DIR" -U postgres --auth=trust >/dev/null
+  fi
+  log "starting a throwaway PostgreSQL on $MAIL_HOST:$PG_PORT ($PG_DIR)"
+  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w \
+    -o "-c listen_addresses=$MAIL_HOST -c port=$PG_PORT -c unix_socket_directories=$PG_DIR" start >/dev/null
+  wait_port "$PG_PORT" "PostgreSQL" "$PG_DIR/server.log"
+  runuser -u postgres -- "$PG_BIN/psql" -h "$MAIL_HOST" -p "$PG_PORT" -U postgres -tAc \
+    "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 ||
+    runuser -u postgres -- "$PG_BIN/createdb" -h "$MAIL_HOST" -p "$PG_PORT" -U postgres test
+fi
 
 echo "services: ready"

@@ -29,10 +29,12 @@ impl Settings {
         if self.outbox.lease.is_zero() {
             return fail("outbox.lease", "must be more than zero");
         }
-        if !self.store.url.starts_with("sqlite:") {
+        if !self.store.url.starts_with("sqlite:")
+            && !crate::store::postgres::is_postgres_url(&self.store.url)
+        {
             return fail(
                 "store.url",
-                "must start with sqlite:// (e.g. sqlite://data/ctxgate.db) or be sqlite::memory:",
+                "must start with sqlite:// (e.g. sqlite://data/ctxgate.db), be sqlite::memory:, or be a postgres:// URL",
             );
         }
         if self.store.read_connections == 0 {

@@ -2,6 +2,8 @@
 //! touching callers. All times are unix milliseconds, passed in by the caller so that tests can
 //! drive the clock.
 
+mod open;
+pub use open::{OpenedStore, display_url};
 pub mod postgres;
 mod records;
 pub mod sqlite;

@@ -320,3 +320,39 @@ pub fn spec(name: &str) -> ScheduleSpec {
         silent_unless_news: false,
     }
 }
+
+/// The whole gateway on PostgreSQL: `store.url = postgres://…` opens, migrates and runs it.
+#[tokio::test]
+async fn the_gateway_answers_a_webhook_on_postgresql() {
+    let db = PgDatabase::create().await;
+    let url = db.url();
+    let app = crate::helpers::spawn_app_with(|s| s.store.url = url.clone()).await;
+    let r = app
+        .post_webhook(&serde_json::json!({"conversation": "pg", "sender": "u", "text": "hello pg"}))
+        .await;
+    assert_eq!(r.status(), 202);
+    assert!(matches!(
+        app.worker("w").run_once().await.unwrap(),
+        ctxgate::worker::RunOnce::Processed { .. }
+    ));
+    let conv = app
+        .deps
+        .store
+        .find_conversation("webhook:default", "pg")
+        .await
+        .unwrap()
+        .expect("stored in PostgreSQL");
+    let page = app
+        .admin_json(&format!("/admin/conversations/{}/messages", conv.id.0))
+        .await;
+    let texts: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["hello pg", "re: hello pg"]);
+    app.deps.shutdown.cancel();
+    drop(app);
+    db.drop().await;
+}
