@@ -120,6 +120,7 @@ async fn metrics(State(deps): State<Deps>) -> impl IntoResponse {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: backlog unavailable"),
     }
+    channel_metrics(&deps);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -127,6 +128,45 @@ async fn metrics(State(deps): State<Deps>) -> impl IntoResponse {
         )],
         deps.metrics.render(),
     )
+}
+
+/// Poll lag and reachability of the polled channels, read from their status at scrape time.
+fn channel_metrics(deps: &Deps) {
+    let label = |channel: String| crate::metrics::ChannelLabels { channel };
+    let now = chrono::Utc::now();
+    for (name, poller) in deps.talk_pollers.get().into_iter().flatten() {
+        let status = poller.status();
+        let channel = crate::talk::channel_name(name);
+        let lag = status
+            .rooms
+            .iter()
+            .filter_map(|r| r.last_lag_secs)
+            .fold(0.0, f64::max);
+        deps.metrics
+            .poll_lag
+            .get_or_create(&label(channel.clone()))
+            .set(lag);
+        let up = status.backoff_until.is_none_or(|until| until <= now);
+        deps.metrics
+            .channel_up
+            .get_or_create(&label(channel))
+            .set(i64::from(up));
+    }
+    for (name, tracker) in deps.email_trackers.get().into_iter().flatten() {
+        let status = tracker.status();
+        let channel = crate::email::channel_name(name);
+        let lag = status.last_poll_at.map_or(0.0, |at| {
+            (now - at).num_milliseconds().max(0) as f64 / 1000.0
+        });
+        deps.metrics
+            .poll_lag
+            .get_or_create(&label(channel.clone()))
+            .set(lag);
+        deps.metrics
+            .channel_up
+            .get_or_create(&label(channel))
+            .set(i64::from(status.connected));
+    }
 }
 
 /// The store answers.

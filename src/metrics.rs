@@ -40,6 +40,13 @@ pub struct DeliveryLabels {
     pub outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ChannelLabels {
+    pub channel: String,
+}
+
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
 fn seconds_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 16))
 }
@@ -56,6 +63,8 @@ pub struct Metrics {
     pub tasks_pending: Gauge,
     pub tasks_running: Gauge,
     pub outbox_backlog: Gauge,
+    pub poll_lag: Family<ChannelLabels, FloatGauge>,
+    pub channel_up: Family<ChannelLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -127,8 +136,22 @@ impl Metrics {
             "Answers waiting for delivery",
             outbox_backlog.clone(),
         );
+        let poll_lag = Family::<ChannelLabels, FloatGauge>::default();
+        r.register(
+            "channel_poll_lag_seconds",
+            "Talk: the newest message's delay from posting to intake; e-mail: time since the mailbox was last read",
+            poll_lag.clone(),
+        );
+        let channel_up = Family::<ChannelLabels, Gauge>::default();
+        r.register(
+            "channel_up",
+            "1 while a polled channel reaches its peer, 0 while it backs off after errors",
+            channel_up.clone(),
+        );
         Self {
             registry: Arc::new(r),
+            poll_lag,
+            channel_up,
             tasks_finished,
             task_latency,
             brain_latency,

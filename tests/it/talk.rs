@@ -188,6 +188,27 @@ async fn a_direct_message_gets_an_answer_without_reply_threading() {
         .await;
     assert!(t.stored_text("dmalice1", asked).await.is_some());
     assert_eq!(t.app.brain.requests().len(), 1);
+    // The poll lag and reachability are exported for Prometheus.
+    let metrics = t
+        .app
+        .http
+        .get(format!("{}/metrics", t.app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lag = metrics
+        .lines()
+        .find(|l| l.starts_with("ctxgate_channel_poll_lag_seconds{channel=\"talk:main\"}"))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    let lag: f64 = lag.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((0.0..60.0).contains(&lag), "{lag}");
+    assert!(
+        metrics.contains("ctxgate_channel_up{channel=\"talk:main\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
