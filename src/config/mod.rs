@@ -79,20 +79,33 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The brain and the own system prompt of a configured channel instance
+    /// (`webhook:<name>`, `talk:<name>`, `email:<name>`).
+    fn channel(&self, channel: &str) -> Option<(&str, Option<&String>)> {
+        let (kind, name) = channel.split_once(':')?;
+        match kind {
+            "webhook" => self
+                .webhooks
+                .get(name)
+                .map(|w| (w.brain.as_str(), w.system_prompt.as_ref())),
+            "talk" => self
+                .talk
+                .get(name)
+                .map(|t| (t.brain.as_str(), t.system_prompt.as_ref())),
+            "email" => self
+                .email
+                .get(name)
+                .map(|e| (e.brain.as_str(), e.system_prompt.as_ref())),
+            _ => None,
+        }
+    }
+
     /// The system prompt for a conversation on `channel` answered by `brain`: the channel's own
     /// prompt when it has one, else the brain's.
     pub fn system_prompt_for(&self, channel: &str, brain: &str) -> String {
-        let own = if let Some(name) = channel.strip_prefix("talk:") {
-            self.talk.get(name).and_then(|t| t.system_prompt.clone())
-        } else if let Some(name) = channel.strip_prefix("email:") {
-            self.email.get(name).and_then(|e| e.system_prompt.clone())
-        } else {
-            channel
-                .strip_prefix("webhook:")
-                .and_then(|name| self.webhooks.get(name))
-                .and_then(|w| w.system_prompt.clone())
-        };
-        own.or_else(|| self.brains.get(brain).map(|b| b.system_prompt.clone()))
+        self.channel(channel)
+            .and_then(|(_, prompt)| prompt.cloned())
+            .or_else(|| self.brains.get(brain).map(|b| b.system_prompt.clone()))
             .unwrap_or_default()
     }
 
@@ -104,16 +117,7 @@ impl Settings {
 
     /// The brain that answers messages arriving on a channel instance.
     pub fn brain_for_channel(&self, channel: &str) -> &str {
-        if let Some(name) = channel.strip_prefix("talk:") {
-            return self.talk.get(name).map_or("default", |t| t.brain.as_str());
-        }
-        if let Some(name) = channel.strip_prefix("email:") {
-            return self.email.get(name).map_or("default", |e| e.brain.as_str());
-        }
-        channel
-            .strip_prefix("webhook:")
-            .and_then(|name| self.webhooks.get(name))
-            .map_or("default", |w| w.brain.as_str())
+        self.channel(channel).map_or("default", |(brain, _)| brain)
     }
 }
 

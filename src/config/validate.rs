@@ -247,24 +247,13 @@ impl Settings {
                 }
             }
             if let Some(path) = &brain.system_prompt_file {
-                brain.system_prompt = std::fs::read_to_string(path).map_err(|e| {
-                    ConfigError::key(
-                        path.display().to_string(),
-                        format!("brains.{name}.system_prompt_file"),
-                        format!("cannot read the prompt file: {e}"),
-                    )
-                })?;
+                brain.system_prompt =
+                    read_prompt(path, &format!("brains.{name}.system_prompt_file"))?;
             }
         }
         for (i, s) in self.schedules.iter_mut().enumerate() {
             if let Some(path) = &s.prompt_file {
-                s.prompt = Some(std::fs::read_to_string(path).map_err(|e| {
-                    ConfigError::key(
-                        path.display().to_string(),
-                        format!("schedules[{i}].prompt_file"),
-                        format!("cannot read the prompt file: {e}"),
-                    )
-                })?);
+                s.prompt = Some(read_prompt(path, &format!("schedules[{i}].prompt_file"))?);
             }
         }
         for (name, mail) in self.email.iter_mut() {
@@ -274,13 +263,10 @@ impl Settings {
                 mail.password = Some(read_secret(path, &format!("email.{name}.password_file"))?);
             }
             if let Some(path) = &mail.system_prompt_file {
-                mail.system_prompt = Some(std::fs::read_to_string(path).map_err(|e| {
-                    ConfigError::key(
-                        path.display().to_string(),
-                        format!("email.{name}.system_prompt_file"),
-                        format!("cannot read the prompt file: {e}"),
-                    )
-                })?);
+                mail.system_prompt = Some(read_prompt(
+                    path,
+                    &format!("email.{name}.system_prompt_file"),
+                )?);
             }
         }
         for (name, talk) in self.talk.iter_mut() {
@@ -295,24 +281,18 @@ impl Settings {
                 talk.secret = Some(read_secret(path, &format!("talk.{name}.secret_file"))?);
             }
             if let Some(path) = &talk.system_prompt_file {
-                talk.system_prompt = Some(std::fs::read_to_string(path).map_err(|e| {
-                    ConfigError::key(
-                        path.display().to_string(),
-                        format!("talk.{name}.system_prompt_file"),
-                        format!("cannot read the prompt file: {e}"),
-                    )
-                })?);
+                talk.system_prompt = Some(read_prompt(
+                    path,
+                    &format!("talk.{name}.system_prompt_file"),
+                )?);
             }
         }
         for (name, hook) in self.webhooks.iter_mut() {
             if let Some(path) = &hook.system_prompt_file {
-                hook.system_prompt = Some(std::fs::read_to_string(path).map_err(|e| {
-                    ConfigError::key(
-                        path.display().to_string(),
-                        format!("webhooks.{name}.system_prompt_file"),
-                        format!("cannot read the prompt file: {e}"),
-                    )
-                })?);
+                hook.system_prompt = Some(read_prompt(
+                    path,
+                    &format!("webhooks.{name}.system_prompt_file"),
+                )?);
             }
             if hook.secret.is_none()
                 && let Some(path) = &hook.secret_file
@@ -331,6 +311,16 @@ fn valid_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn read_prompt(path: &Path, key: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::key(
+            path.display().to_string(),
+            key,
+            format!("cannot read the prompt file: {e}"),
+        )
+    })
 }
 
 fn read_secret(path: &Path, key: &str) -> Result<Secret, ConfigError> {

@@ -32,7 +32,7 @@ impl EmailSink {
     /// `<ctxgate.<hash of key>@domain>`: the same key always gives the same id.
     pub fn message_id_for(&self, idempotency_key: &str) -> MessageId {
         let domain = self.from.address.domain().unwrap_or("localhost");
-        let digest = hex(&Sha256::digest(idempotency_key.as_bytes())[..16]);
+        let digest = hex::encode(&Sha256::digest(idempotency_key.as_bytes())[..16]);
         MessageId::parse(&format!("ctxgate.{digest}@{domain}")).expect("valid id")
     }
 
@@ -89,10 +89,6 @@ impl EmailSink {
             }
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[async_trait]

@@ -240,7 +240,7 @@ impl BotClient {
         if let Some(reference) = reference_id {
             body["referenceId"] = reference.into();
         }
-        let resp = self
+        let req = self
             .http
             .post(format!(
                 "{}/ocs/v2.php/apps/spreed/api/v1/bot/{room}/message",
@@ -250,43 +250,8 @@ impl BotClient {
             .header("Accept", "application/json")
             .header(BOT_RANDOM_HEADER, &random)
             .header(BOT_SIGNATURE_HEADER, signature)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| {
-                if e.is_timeout() {
-                    TalkError::Timeout
-                } else {
-                    TalkError::Network(e.to_string())
-                }
-            })?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let retry_after = resp
-            .headers()
-            .get("Retry-After")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_secs);
-        Err(match status.as_u16() {
-            401 => TalkError::Unauthorized,
-            404 => TalkError::NotFound(room.to_owned()),
-            413 => TalkError::TooLong,
-            429 => TalkError::RateLimited { retry_after },
-            code => TalkError::Status {
-                status: code,
-                retry_after,
-                body: resp
-                    .text()
-                    .await
-                    .unwrap_or_default()
-                    .chars()
-                    .take(300)
-                    .collect(),
-            },
-        })
+            .json(&body);
+        crate::client::send(req, Some(room)).await.map(drop)
     }
 }
 

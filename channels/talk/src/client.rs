@@ -270,7 +270,7 @@ impl TalkClient {
     }
 }
 
-async fn send(req: RequestBuilder, room: Option<&str>) -> Result<Response, TalkError> {
+pub(crate) async fn send(req: RequestBuilder, room: Option<&str>) -> Result<Response, TalkError> {
     let resp = req.send().await.map_err(|e| {
         if e.is_timeout() {
             TalkError::Timeout

@@ -502,25 +502,31 @@ impl Poller {
         may_trigger: bool,
     ) -> Result<i64, TalkError> {
         let s = &self.shared;
-        let (room, cache) = {
+        let bot_user = s.client.user();
+        let (room, deleted_parent_was_bot) = {
             let map = s.rooms.lock().expect("rooms lock");
             let state = map.get(token);
-            (
-                state.and_then(|st| st.room.clone()),
-                state.map(|st| st.cache.clone()).unwrap_or_default(),
-            )
+            // A deleted parent no longer names its author: the cache remembers it.
+            let from_bot = match (&m.parent, state) {
+                (Some(Parent::Deleted { id, .. }), Some(st)) => st
+                    .cache
+                    .iter()
+                    .any(|c| c.id == *id && c.actor_type == actor::USERS && c.actor_id == bot_user),
+                _ => false,
+            };
+            (state.and_then(|st| st.room.clone()), from_bot)
         };
         let room_kind = room.as_ref().map_or(room_type::GROUP, |r| r.kind);
         let read_only = room.as_ref().is_some_and(|r| r.read_only);
         let kind = classify(
             m,
             &Context {
-                bot_user: s.client.user(),
+                bot_user,
                 room_kind,
                 read_only,
                 may_trigger,
                 allowed_users: &s.config.allowed_users,
-                cache: &cache,
+                deleted_parent_was_bot,
             },
         );
         let event = InboundEvent {
@@ -601,7 +607,8 @@ struct Context<'a> {
     read_only: bool,
     may_trigger: bool,
     allowed_users: &'a [String],
-    cache: &'a VecDeque<Cached>,
+    /// The message replies to a deleted message the bot had written.
+    deleted_parent_was_bot: bool,
 }
 
 /// Turns one Talk message into what intake stores: edits and deletions update the original,
@@ -691,10 +698,7 @@ fn classify(m: &ChatMessage, cx: &Context<'_>) -> EventKind {
 fn replies_to_bot(m: &ChatMessage, cx: &Context<'_>) -> bool {
     match &m.parent {
         Some(Parent::Message(p)) => p.actor_type == actor::USERS && p.actor_id == cx.bot_user,
-        Some(Parent::Deleted { id, .. }) => cx
-            .cache
-            .iter()
-            .any(|c| c.id == *id && c.actor_type == actor::USERS && c.actor_id == cx.bot_user),
+        Some(Parent::Deleted { .. }) => cx.deleted_parent_was_bot,
         None => false,
     }
 }
@@ -712,14 +716,13 @@ mod tests {
     }
 
     fn cx(room_kind: u8) -> Context<'static> {
-        static EMPTY: VecDeque<Cached> = VecDeque::new();
         Context {
             bot_user: "bot",
             room_kind,
             read_only: false,
             may_trigger: true,
             allowed_users: &[],
-            cache: &EMPTY,
+            deleted_parent_was_bot: false,
         }
     }
 
