@@ -88,7 +88,7 @@ fn main() {
         );
         let app = App::build_with(s, Overrides::default()).await.unwrap();
         let deps = app.deps().clone();
-        let tracker = deps.email_trackers.get().unwrap()["main"].clone();
+        let tracker = deps.email_trackers.get().unwrap()["main"].current();
         let started = Instant::now();
         tokio::spawn(tracker.clone().run());
         let mut last_report = Instant::now();

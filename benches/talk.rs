@@ -374,7 +374,7 @@ async fn gateway() {
     }
     tokio::spawn(Outbox::new(deps.clone(), "bench-outbox").run());
     let pollers = deps.talk_pollers.get().unwrap();
-    let (main, small) = (pollers["main"].clone(), pollers["small"].clone());
+    let (main, small) = (pollers["main"].current(), pollers["small"].current());
 
     // The rooms are older than the active window before the account is first watched, like
     // rooms of a gateway (re)started on a quiet afternoon: first sight reads their history and

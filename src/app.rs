@@ -18,6 +18,7 @@ use crate::clock::Clock;
 use crate::config::{Secret, Settings};
 use crate::context::{ContextEngine, TokenCounter};
 use crate::deps::Deps;
+use crate::duty::Duty;
 use crate::intake::IntakeService;
 use crate::outbox::Outbox;
 use crate::scheduler::Scheduler;
@@ -91,6 +92,7 @@ impl App {
             shutdown: CancellationToken::new(),
             talk_pollers: Arc::default(),
             email_trackers: Arc::default(),
+            leases: Arc::default(),
         };
         if deps.settings.scheduler.enabled {
             Scheduler::new(deps.clone())
@@ -100,9 +102,27 @@ impl App {
         }
         let intake = Arc::new(IntakeService::new(deps.clone()));
         let pollers = crate::talk::pollers(&deps.settings, intake.clone(), &deps.shutdown)?;
-        let _ = deps.talk_pollers.set(pollers);
+        let _ = deps.talk_pollers.set(
+            pollers
+                .into_iter()
+                .map(|(name, p)| {
+                    let duty = Duty::new(crate::talk::channel_name(&name), p);
+                    deps.register_lease(duty.lease());
+                    (name, duty)
+                })
+                .collect(),
+        );
         let trackers = crate::email::trackers(&deps.settings, intake.clone(), &deps.shutdown)?;
-        let _ = deps.email_trackers.set(trackers);
+        let _ = deps.email_trackers.set(
+            trackers
+                .into_iter()
+                .map(|(name, t)| {
+                    let duty = Duty::new(crate::email::channel_name(&name), t);
+                    deps.register_lease(duty.lease());
+                    (name, duty)
+                })
+                .collect(),
+        );
         Ok(App {
             intake,
             deps,
@@ -168,19 +188,23 @@ impl App {
             tracker.spawn(Worker::new(deps.clone(), format!("{instance}-w{n}")).run());
         }
         tracker.spawn(Outbox::new(deps.clone(), format!("{instance}-outbox")).run());
+        // Pollers, mailboxes and the scheduler each run in one instance at a time (leases).
+        let (store, shutdown) = (&deps.store, &deps.shutdown);
         if deps.settings.scheduler.enabled {
-            tracker.spawn(Scheduler::new(deps.clone()).run());
+            let duty = Duty::new("scheduler", Scheduler::new(deps.clone()));
+            deps.register_lease(duty.lease());
+            tracker.spawn(duty.run(store.clone(), shutdown.clone()));
         }
-        for poller in deps.talk_pollers.get().into_iter().flat_map(|p| p.values()) {
-            tracker.spawn(poller.clone().run());
+        for duty in deps.talk_pollers.get().into_iter().flat_map(|p| p.values()) {
+            tracker.spawn(duty.clone().run(store.clone(), shutdown.clone()));
         }
-        for mailbox in deps
+        for duty in deps
             .email_trackers
             .get()
             .into_iter()
             .flat_map(|t| t.values())
         {
-            tracker.spawn(mailbox.clone().run());
+            tracker.spawn(duty.clone().run(store.clone(), shutdown.clone()));
         }
         tracker.close();
         let router = crate::http::router(deps.clone(), self.intake.clone());

@@ -1,9 +1,11 @@
 //! The one dependency bundle passed to every part (no globals). Cheap to clone.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ctxgate_contract::Sink;
+use ctxgate_email::tracker::Tracker;
+use ctxgate_talk::poller::Poller;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -11,6 +13,7 @@ use crate::brain::Brain;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::context::ContextEngine;
+use crate::duty::{Duty, LeaseHandle};
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -31,11 +34,17 @@ pub struct Deps {
     pub delivery_ready: Arc<Notify>,
     /// Cancelled on shutdown.
     pub shutdown: CancellationToken,
-    /// The Talk pollers by account, for channel status (set once the app is built).
-    /// The mailbox trackers by account, for channel status.
-    pub email_trackers: Arc<
-        std::sync::OnceLock<std::collections::BTreeMap<String, ctxgate_email::tracker::Tracker>>,
-    >,
-    pub talk_pollers:
-        Arc<std::sync::OnceLock<std::collections::BTreeMap<String, ctxgate_talk::poller::Poller>>>,
+    /// The Talk pollers by account, each a duty under its lease (set once the app is built).
+    pub talk_pollers: Arc<OnceLock<BTreeMap<String, Duty<Poller>>>>,
+    /// The mailbox trackers by account, each a duty under its lease.
+    pub email_trackers: Arc<OnceLock<BTreeMap<String, Duty<Tracker>>>>,
+    /// Every duty's lease state (pollers, mailboxes, the scheduler), for metrics.
+    pub leases: Arc<Mutex<Vec<LeaseHandle>>>,
+}
+
+impl Deps {
+    /// Lists a duty's lease for the `ctxgate_lease_held` metric.
+    pub fn register_lease(&self, lease: LeaseHandle) {
+        self.leases.lock().expect("leases lock").push(lease);
+    }
 }

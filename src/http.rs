@@ -134,8 +134,16 @@ async fn metrics(State(deps): State<Deps>) -> impl IntoResponse {
 fn channel_metrics(deps: &Deps) {
     let label = |channel: String| crate::metrics::ChannelLabels { channel };
     let now = chrono::Utc::now();
+    let leases = deps.leases.lock().expect("leases lock").clone();
+    for lease in leases.iter().map(|l| l.get()) {
+        let labels = crate::metrics::LeaseLabels { lease: lease.name };
+        deps.metrics
+            .lease_held
+            .get_or_create(&labels)
+            .set(i64::from(lease.held));
+    }
     for (name, poller) in deps.talk_pollers.get().into_iter().flatten() {
-        let status = poller.status();
+        let status = poller.current().status();
         let channel = crate::talk::channel_name(name);
         let lag = status
             .rooms
@@ -153,7 +161,7 @@ fn channel_metrics(deps: &Deps) {
             .set(i64::from(up));
     }
     for (name, tracker) in deps.email_trackers.get().into_iter().flatten() {
-        let status = tracker.status();
+        let status = tracker.current().status();
         let channel = crate::email::channel_name(name);
         let lag = status.last_poll_at.map_or(0.0, |at| {
             (now - at).num_milliseconds().max(0) as f64 / 1000.0

@@ -14,6 +14,7 @@ pub mod context;
 pub mod deps;
 pub mod doctor;
 pub mod domain;
+pub mod duty;
 pub mod email;
 pub mod http;
 pub mod intake;

@@ -45,6 +45,11 @@ pub struct ChannelLabels {
     pub channel: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeaseLabels {
+    pub lease: String,
+}
+
 type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 fn seconds_histogram() -> Histogram {
@@ -65,6 +70,8 @@ pub struct Metrics {
     pub outbox_backlog: Gauge,
     pub poll_lag: Family<ChannelLabels, FloatGauge>,
     pub channel_up: Family<ChannelLabels, Gauge>,
+    /// 1 while this instance holds a duty's lease (drives that poller, mailbox or scheduler).
+    pub lease_held: Family<LeaseLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -148,10 +155,17 @@ impl Metrics {
             "1 while a polled channel reaches its peer, 0 while it backs off after errors",
             channel_up.clone(),
         );
+        let lease_held = Family::<LeaseLabels, Gauge>::default();
+        r.register(
+            "lease_held",
+            "1 while this instance holds the lease of a duty (a Talk account, a mailbox, the scheduler) and drives it",
+            lease_held.clone(),
+        );
         Self {
             registry: Arc::new(r),
             poll_lag,
             channel_up,
+            lease_held,
             tasks_finished,
             task_latency,
             brain_latency,

@@ -36,9 +36,10 @@ pub async fn list(State(deps): State<Deps>) -> Json<Value> {
     }
     let pollers = deps.talk_pollers.get();
     for (name, talk) in &settings.talk {
-        let status = pollers
-            .and_then(|p| p.get(name))
-            .map(|p| serde_json::to_value(p.status()).unwrap_or(Value::Null));
+        let duty = pollers.and_then(|p| p.get(name));
+        let status =
+            duty.map(|p| serde_json::to_value(p.current().status()).unwrap_or(Value::Null));
+        let lease = duty.map(|p| serde_json::to_value(p.lease().get()).unwrap_or(Value::Null));
         channels.push(json!({
             "channel": crate::talk::channel_name(name),
             "kind": "talk",
@@ -46,13 +47,15 @@ pub async fn list(State(deps): State<Deps>) -> Json<Value> {
             "mode": match talk.mode { TalkMode::Poll => "poll", TalkMode::Bot => "bot" },
             "base_url": talk.base_url,
             "poller": status,
+            "lease": lease,
         }));
     }
     let trackers = deps.email_trackers.get();
     for (name, mail) in &settings.email {
-        let status = trackers
-            .and_then(|t| t.get(name))
-            .map(|t| serde_json::to_value(t.status()).unwrap_or(Value::Null));
+        let duty = trackers.and_then(|t| t.get(name));
+        let status =
+            duty.map(|t| serde_json::to_value(t.current().status()).unwrap_or(Value::Null));
+        let lease = duty.map(|t| serde_json::to_value(t.lease().get()).unwrap_or(Value::Null));
         channels.push(json!({
             "channel": crate::email::channel_name(name),
             "kind": "email",
@@ -60,6 +63,7 @@ pub async fn list(State(deps): State<Deps>) -> Json<Value> {
             "address": mail.address,
             "mailbox": mail.mailbox,
             "tracker": status,
+            "lease": lease,
         }));
     }
     Json(json!({ "channels": channels }))

@@ -405,6 +405,9 @@ pub struct Channel {
     pub mailbox: Option<String>,
     /// E-mail: last poll, errors and backoff (`null` until the tracker runs).
     pub tracker: Option<Value>,
+    /// Talk in poll mode and e-mail: whether this instance holds the lease and drives the
+    /// poller or tracker (with several instances on one PostgreSQL, exactly one does).
+    pub lease: Option<crate::duty::LeaseStatus>,
 }
 
 #[derive(ToSchema)]

@@ -241,3 +241,16 @@ impl Scheduler {
         }
     }
 }
+
+impl crate::duty::Exclusive for Scheduler {
+    fn renew(&self, stop: tokio_util::sync::CancellationToken) -> Self {
+        Self::new(Deps {
+            shutdown: stop,
+            ..self.deps.clone()
+        })
+    }
+
+    fn drive(self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(self.run())
+    }
+}

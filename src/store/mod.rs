@@ -28,10 +28,38 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// A held lease on a duty (see `crate::duty`): exactly one instance drives what it names.
+#[async_trait]
+pub trait DutyLease: Send {
+    /// Still held: false for good once the holder's database session is gone.
+    async fn is_held(&mut self) -> bool;
+    /// Gives the lease up now, so another instance can take it.
+    async fn release(self: Box<Self>);
+}
+
+/// The lease of a store that serves one process (SQLite): always granted, never lost.
+struct SoleLease;
+
+#[async_trait]
+impl DutyLease for SoleLease {
+    async fn is_held(&mut self) -> bool {
+        true
+    }
+
+    async fn release(self: Box<Self>) {}
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Cheap round trip, for readiness.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Takes the lease `name` (a Talk account, a mailbox, the scheduler) if no instance holds
+    /// it; `None` while another does. A store serving a single process always grants it.
+    async fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn DutyLease>>> {
+        let _ = name;
+        Ok(Some(Box::new(SoleLease)))
+    }
 
     // --- intake -------------------------------------------------------------------------------
 

@@ -97,7 +97,7 @@ async fn mail_app(tweak: impl FnOnce(&mut EmailSettings)) -> Mail {
 impl Mail {
     fn start(&self) {
         let trackers = self.app.deps.email_trackers.get().unwrap();
-        tokio::spawn(trackers["main"].clone().run());
+        tokio::spawn(trackers["main"].current().run());
         tokio::spawn(Worker::new(self.app.deps.clone(), "mail-worker").run());
         tokio::spawn(Outbox::new(self.app.deps.clone(), "mail-outbox").run());
     }
@@ -125,7 +125,7 @@ impl Mail {
 
     /// Waits until the tracker has read up to `n` messages of the folder.
     async fn taken(&self, n: u64) {
-        let tracker = &self.app.deps.email_trackers.get().unwrap()["main"];
+        let tracker = self.app.deps.email_trackers.get().unwrap()["main"].current();
         let deadline = tokio::time::Instant::now() + WAIT;
         while tracker.status().messages_taken < n {
             assert!(
@@ -380,7 +380,7 @@ async fn a_uidvalidity_change_answers_nothing_twice() {
     }
     assert_eq!(m.app.brain.requests().len(), 3);
     // The server renumbers the folder (recreated with the same mail: a new UIDVALIDITY).
-    let tracker = m.app.deps.email_trackers.get().unwrap()["main"].clone();
+    let tracker = m.app.deps.email_trackers.get().unwrap()["main"].current();
     let before = tracker.status().uid_validity.unwrap();
     let folder = m.folder.clone();
     m.admin.raw().delete(&folder).await.expect("DELETE");

@@ -8,6 +8,7 @@ mod context_props;
 mod docs;
 mod email;
 mod helpers;
+mod multi_instance;
 mod openapi;
 mod scheduler;
 mod store;

@@ -57,7 +57,7 @@ async fn talk(tweak: impl FnOnce(&FakeTalk, &mut TalkSettings)) -> Talk {
 impl Talk {
     fn start_polling(&self) {
         let pollers = self.app.deps.talk_pollers.get().expect("pollers built");
-        tokio::spawn(pollers["main"].clone().run());
+        tokio::spawn(pollers["main"].current().run());
     }
 
     fn start_workers(&self) {
@@ -74,6 +74,7 @@ impl Talk {
         let pollers = self.app.deps.talk_pollers.get().expect("pollers built");
         let deadline = tokio::time::Instant::now() + WAIT;
         while !pollers["main"]
+            .current()
             .status()
             .rooms
             .iter()
@@ -473,7 +474,7 @@ async fn rate_limits_and_removal_are_survived() {
     let pollers = t.app.deps.talk_pollers.get().unwrap();
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let status = pollers["main"].status();
+        let status = pollers["main"].current().status();
         if status.rooms.iter().any(|r| r.token == "dmrate12" && r.left) {
             break;
         }

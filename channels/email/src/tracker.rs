@@ -114,6 +114,16 @@ impl Tracker {
         }
     }
 
+    /// A tracker for the same mailbox with empty state, stopping when `cancel` is cancelled:
+    /// for an instance that takes the mailbox over (it reads the cursor back from intake).
+    pub fn renew(&self, cancel: CancellationToken) -> Self {
+        Self {
+            // This process's sending rates carry over (they are not kept in the store).
+            rates: self.rates.clone(),
+            ..Self::new((*self.config).clone(), self.intake.clone(), cancel)
+        }
+    }
+
     pub fn status(&self) -> TrackerStatus {
         self.status.lock().expect("status lock").clone()
     }

@@ -143,6 +143,13 @@ impl Poller {
         }
     }
 
+    /// A poller for the same account with empty state, stopping when `cancel` is cancelled:
+    /// for an instance that takes the account over (it reads the cursors back from intake).
+    pub fn renew(&self, cancel: CancellationToken) -> Self {
+        let s = &self.shared;
+        Self::new(s.config.clone(), s.client.clone(), s.intake.clone(), cancel)
+    }
+
     pub fn status(&self) -> PollerStatus {
         let mut status = self.shared.status.lock().expect("status lock").clone();
         let rooms = self.shared.rooms.lock().expect("rooms lock");

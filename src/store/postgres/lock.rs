@@ -99,6 +99,21 @@ impl Lease {
     }
 }
 
+#[async_trait::async_trait]
+impl crate::store::DutyLease for Lease {
+    async fn is_held(&mut self) -> bool {
+        Lease::is_held(self).await
+    }
+
+    async fn release(self: Box<Self>) {
+        let name = self.name.clone();
+        if let Err(e) = Lease::release(*self).await {
+            // Dropping the connection ends the session, which frees the lock anyway.
+            tracing::warn!(lease = %name, error = %e, "cannot release the lease cleanly");
+        }
+    }
+}
+
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")

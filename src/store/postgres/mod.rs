@@ -157,6 +157,12 @@ impl Store for PgStore {
         Ok(())
     }
 
+    async fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn DutyLease>>> {
+        Ok(Lease::try_acquire(&self.options, name)
+            .await?
+            .map(|l| Box::new(l) as Box<dyn DutyLease>))
+    }
+
     async fn ingest(
         &self,
         event: &InboundEvent,

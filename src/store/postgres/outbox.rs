@@ -37,13 +37,24 @@ impl PgStore {
         .bind(max_attempts as i64)
         .execute(&mut *tx)
         .await?;
+        // A conversation's answers go out in order, one at a time, whichever instance delivers:
+        // a delivery waits while one of its conversation is being delivered or an earlier one
+        // is pending. Under concurrent claims the earlier one is either still pending in this
+        // snapshot (so the later one is skipped) or already delivering (likewise).
         let row = sqlx::query(
             "WITH claimed AS (
                  UPDATE outbox SET status = 'delivering', attempts = attempts + 1,
                      lease_owner = $1, lease_expires_at = $2
-                 WHERE id = (SELECT id FROM outbox WHERE status = 'pending' AND available_at <= $3
-                             ORDER BY available_at, id LIMIT 1
-                             FOR UPDATE SKIP LOCKED)
+                 WHERE id = (SELECT o.id FROM outbox o
+                             WHERE o.status = 'pending' AND o.available_at <= $3
+                               AND NOT EXISTS (SELECT 1 FROM outbox d
+                                   WHERE d.conversation_id = o.conversation_id
+                                     AND d.status = 'delivering')
+                               AND NOT EXISTS (SELECT 1 FROM outbox e
+                                   WHERE e.conversation_id = o.conversation_id
+                                     AND e.status = 'pending' AND e.id < o.id)
+                             ORDER BY o.available_at, o.id LIMIT 1
+                             FOR UPDATE OF o SKIP LOCKED)
                    AND status = 'pending'
                  RETURNING *)
              SELECT o.*, c.external_id FROM claimed o

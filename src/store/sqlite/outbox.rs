@@ -13,6 +13,7 @@ impl SqliteStore {
         lease_ms: i64,
         max_attempts: u32,
     ) -> StoreResult<Option<DeliveryRecord>> {
+        // A conversation's answers go out in order, one at a time (see the PostgreSQL twin).
         let mut tx = self.write.begin().await?;
         // A delivery whose claimant died goes back to the queue, unless it has used its attempts
         // (a delivery that keeps killing the process must not loop forever).
@@ -31,8 +32,15 @@ impl SqliteStore {
         let id: Option<i64> = sqlx::query_scalar(
             "UPDATE outbox SET status = 'delivering', attempts = attempts + 1, lease_owner = ?1,
                  lease_expires_at = ?2
-             WHERE id = (SELECT id FROM outbox WHERE status = 'pending' AND available_at <= ?3
-                         ORDER BY available_at, id LIMIT 1)
+             WHERE id = (SELECT o.id FROM outbox o
+                         WHERE o.status = 'pending' AND o.available_at <= ?3
+                           AND NOT EXISTS (SELECT 1 FROM outbox d
+                               WHERE d.conversation_id = o.conversation_id
+                                 AND d.status = 'delivering')
+                           AND NOT EXISTS (SELECT 1 FROM outbox e
+                               WHERE e.conversation_id = o.conversation_id
+                                 AND e.status = 'pending' AND e.id < o.id)
+                         ORDER BY o.available_at, o.id LIMIT 1)
              RETURNING id",
         )
         .bind(owner)

@@ -308,8 +308,52 @@ async fn answers_join_history_in_task_order(store: Arc<dyn Store>) {
     assert_eq!(texts, ["question", "answer k1", "next"]);
 }
 
+/// Whichever instance claims, a conversation's answers go out one at a time and in order: a
+/// later answer waits while an earlier one is being delivered or waits for its retry.
+async fn a_conversations_deliveries_go_out_one_at_a_time_in_order(store: Arc<dyn Store>) {
+    answered(&store, "a", "1", "a1").await;
+    answered(&store, "a", "2", "a2").await;
+    answered(&store, "b", "1", "b1").await;
+    let claim = |owner: &'static str, at: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .claim_delivery(owner, at, LEASE, 3)
+                .await
+                .unwrap()
+                .map(|d| (d.id, d.idempotency_key))
+        }
+    };
+    let (a1, key) = claim("i1", NOW).await.unwrap();
+    assert_eq!(key, "a1");
+    let (b1, key) = claim("i2", NOW).await.unwrap();
+    assert_eq!(key, "b1", "a2 waits while a1 is being delivered");
+    assert!(claim("i3", NOW).await.is_none());
+    assert!(store.delivery_succeeded(b1, "i2", None, NOW).await.unwrap());
+    // a1 fails and waits for its retry: a2 still waits behind it.
+    assert!(
+        store
+            .delivery_failed(a1, "i1", "503", Some(NOW + 1_000), NOW)
+            .await
+            .unwrap()
+    );
+    assert!(claim("i2", NOW + 1).await.is_none());
+    let (again, key) = claim("i2", NOW + 1_000).await.unwrap();
+    assert_eq!((again, key.as_str()), (a1, "a1"));
+    assert!(claim("i3", NOW + 1_000).await.is_none());
+    assert!(
+        store
+            .delivery_succeeded(a1, "i2", None, NOW + 1_001)
+            .await
+            .unwrap()
+    );
+    let (_, key) = claim("i3", NOW + 1_002).await.unwrap();
+    assert_eq!(key, "a2");
+}
+
 contract!(
     deliveries_are_claimed_in_order_and_delivered_once,
+    a_conversations_deliveries_go_out_one_at_a_time_in_order,
     a_delivery_seen_by_the_poller_first_keeps_both_messages,
     failed_deliveries_retry_or_end_undelivered,
     a_dead_claimants_delivery_returns_until_its_attempts_are_used,
