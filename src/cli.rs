@@ -22,8 +22,15 @@ pub struct Cli {
 pub enum Command {
     /// Run the gateway: HTTP server, workers and delivery.
     Serve,
-    /// Apply pending store migrations and exit.
-    Migrate,
+    /// Apply pending store migrations and exit; with `--to`, copy the (SQLite) store into a
+    /// PostgreSQL database instead.
+    Migrate {
+        /// A PostgreSQL database (`postgres://USER:PASSWORD@HOST/DB`) to copy the configured
+        /// SQLite store into, ids and all. Both are migrated first; running it again copies
+        /// only what is missing, and stops at a row the target holds differently.
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+    },
     /// Validate the configuration and print the effective settings (secrets redacted).
     CheckConfig,
     /// Check the configuration, the store and every configured peer; exit 1 if any check fails.

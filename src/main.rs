@@ -98,7 +98,26 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Migrate => {
+        Command::Migrate { to: Some(target) } => {
+            telemetry::init(&settings.telemetry);
+            let copied = ctxgate::store::copy::sqlite_to_postgres(
+                &settings.store,
+                &target,
+                &mut std::io::stderr(),
+            )
+            .await;
+            match copied {
+                Ok(report) => {
+                    print!("{report}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ctxgate: migrate --to failed: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Migrate { to: None } => {
             telemetry::init(&settings.telemetry);
             let result = async {
                 let store = OpenedStore::open(&settings.store).await?;

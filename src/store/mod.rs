@@ -2,6 +2,7 @@
 //! touching callers. All times are unix milliseconds, passed in by the caller so that tests can
 //! drive the clock.
 
+pub mod copy;
 mod open;
 pub use open::{OpenedStore, display_url};
 pub mod postgres;

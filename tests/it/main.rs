@@ -8,6 +8,7 @@ mod context_props;
 mod docs;
 mod email;
 mod helpers;
+mod migrate_to;
 mod multi_instance;
 mod openapi;
 mod scheduler;
