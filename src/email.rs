@@ -101,6 +101,15 @@ pub fn trackers(
             own.push(address(name, alias)?);
         }
         let config = TrackerConfig {
+            agents: if settings.agents.is_empty() {
+                Vec::new()
+            } else {
+                settings
+                    .agents_serving(&channel_name(name))
+                    .into_iter()
+                    .map(|a| a.id)
+                    .collect()
+            },
             channel: channel_name(name),
             imap: imap_config(name, e)?,
             own,

@@ -3,7 +3,9 @@
 //! transaction, then wakes a worker.
 
 use async_trait::async_trait;
-use ctxgate_contract::{EventKind, InboundEvent, Intake, IntakeError, IntakeReceipt};
+use ctxgate_contract::{
+    Audience, EventKind, InboundEvent, InboundMessage, Intake, IntakeError, IntakeReceipt, Role,
+};
 
 use crate::deps::Deps;
 use crate::store::NewTask;
@@ -50,6 +52,74 @@ fn check(event: &InboundEvent) -> Result<(), IntakeError> {
     Ok(())
 }
 
+impl IntakeService {
+    /// One task per agent asked to answer `m`: the agents it is addressed to (its audience),
+    /// else the one the channel named, else the channel's default agent. Every agent must
+    /// serve the channel.
+    async fn tasks_for(
+        &self,
+        event: &InboundEvent,
+        m: &InboundMessage,
+    ) -> Result<Vec<NewTask>, IntakeError> {
+        let settings = &self.deps.settings;
+        let agents: Vec<String> = match (&m.audience, &m.agent) {
+            (Audience::Addressed { agents, .. }, _) if !agents.is_empty() => agents.clone(),
+            (_, Some(agent)) => vec![agent.clone()],
+            _ => match self.author_of_parent(event, m).await {
+                Some(agent) => vec![agent],
+                None => vec![settings.default_agent_for(&event.channel).ok_or_else(|| {
+                    IntakeError::Invalid(format!("no agent answers on {}", event.channel))
+                })?],
+            },
+        };
+        let mut tasks = Vec::with_capacity(agents.len());
+        for agent in agents {
+            if !settings
+                .agent(&agent)
+                .is_some_and(|a| a.serves(&event.channel))
+            {
+                return Err(IntakeError::Invalid(format!(
+                    "no agent {agent:?} answers on {}",
+                    event.channel
+                )));
+            }
+            tasks.push(NewTask {
+                dedup_key: dedup_key(
+                    &event.channel,
+                    &event.conversation,
+                    &m.channel_message_id,
+                    &agent,
+                ),
+                source_type: m.source_type,
+                brain: settings.brain_for(&event.channel, &agent),
+                agent,
+                max_attempts: settings.worker.max_attempts,
+            });
+        }
+        Ok(tasks)
+    }
+
+    /// With several agents, a reply to an agent's answer goes to that agent.
+    async fn author_of_parent(&self, event: &InboundEvent, m: &InboundMessage) -> Option<String> {
+        let settings = &self.deps.settings;
+        let parent = m.reply_to.as_deref()?;
+        if settings.agents.is_empty() {
+            return None;
+        }
+        let store = &self.deps.store;
+        let conversation = store
+            .find_conversation(&event.channel, &event.conversation)
+            .await
+            .ok()??;
+        let parent = store.find_message(conversation.id, parent).await.ok()??;
+        let agent = parent.agent.filter(|_| parent.role == Role::Assistant)?;
+        settings
+            .agent(&agent)
+            .is_some_and(|a| a.serves(&event.channel))
+            .then_some(agent)
+    }
+}
+
 #[async_trait]
 impl Intake for IntakeService {
     #[tracing::instrument(skip_all, fields(channel = %event.channel))]
@@ -58,32 +128,14 @@ impl Intake for IntakeService {
             return Err(IntakeError::ShuttingDown);
         }
         check(&event)?;
-        let task = match &event.kind {
-            EventKind::Posted(m) if m.trigger => {
-                let agent = m.agent.clone().unwrap_or_else(|| DEFAULT_AGENT.to_owned());
-                Some(NewTask {
-                    dedup_key: dedup_key(
-                        &event.channel,
-                        &event.conversation,
-                        &m.channel_message_id,
-                        &agent,
-                    ),
-                    source_type: m.source_type,
-                    agent,
-                    brain: self
-                        .deps
-                        .settings
-                        .brain_for_channel(&event.channel)
-                        .to_owned(),
-                    max_attempts: self.deps.settings.worker.max_attempts,
-                })
-            }
-            _ => None,
+        let tasks = match &event.kind {
+            EventKind::Posted(m) if m.trigger => self.tasks_for(&event, m).await?,
+            _ => Vec::new(),
         };
         let receipt = self
             .deps
             .store
-            .ingest(&event, task.as_ref(), self.deps.clock.now_ms())
+            .ingest_tasks(&event, &tasks, self.deps.clock.now_ms())
             .await
             .map_err(|e| IntakeError::Unavailable(e.to_string()))?;
         if receipt.task_id.is_some() && !receipt.duplicate {

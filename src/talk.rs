@@ -73,6 +73,19 @@ pub fn bot_endpoints(settings: &Settings) -> Vec<BotEndpoint> {
         .collect()
 }
 
+/// How the agents answering on `channel` are addressed there (none without `[[agents]]`: the
+/// implicit agent is addressed by mentioning the account).
+pub fn agent_handles(settings: &Settings, channel: &str) -> Vec<ctxgate_contract::AgentHandle> {
+    if settings.agents.is_empty() {
+        return Vec::new();
+    }
+    settings
+        .agents_serving(channel)
+        .iter()
+        .map(|a| a.handle())
+        .collect()
+}
+
 /// One poller per poll-mode account, not yet running.
 pub fn pollers(
     settings: &Settings,
@@ -93,6 +106,7 @@ pub fn pollers(
             cache_max: settings.conversation.talk_cache_max_per_conversation,
             max_backoff: t.max_backoff,
             backfill_concurrency: 4,
+            agents: agent_handles(settings, &channel_name(name)),
         };
         out.insert(
             name.clone(),

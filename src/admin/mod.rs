@@ -1,6 +1,7 @@
 //! The admin API under `/admin`: bearer-token protected, JSON in and out, stable error codes,
 //! keyset paging (`?cursor=<id>&limit=<n>`, answers carry `next_cursor`).
 
+mod agents;
 mod channels;
 mod context;
 mod conversations;
@@ -72,6 +73,8 @@ fn table() -> Vec<(Method, &'static str, MethodRouter<Deps>)> {
         GET "/conversations/{id}" => conversations::detail,
         GET "/conversations/{id}/messages" => conversations::messages,
         GET "/conversations/{id}/context" => context::preview,
+        GET "/agents" => agents::list,
+        POST "/agents/{id}/reset" => agents::reset,
     ]
 }
 

@@ -10,7 +10,7 @@ use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{self as oas, ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 
-use super::{ErrorBody, PREFIX, channels, context, conversations, schedules, tasks};
+use super::{ErrorBody, PREFIX, agents, channels, context, conversations, schedules, tasks};
 
 /// The security scheme of every admin operation.
 pub const SECURITY_SCHEME: &str = "admin_token";
@@ -40,12 +40,15 @@ pub const SECURITY_SCHEME: &str = "admin_token";
         conversations::detail,
         conversations::messages,
         context::preview,
+        agents::list,
+        agents::reset,
     ),
     components(schemas(ErrorBody)),
     tags(
         (name = "tasks", description = "The durable task queue: list, inspect, cancel, retry."),
         (name = "conversations", description = "Conversations, their history and a context preview."),
         (name = "schedules", description = "Cron briefings: from the configuration or created here."),
+        (name = "agents", description = "The assistants behind the gateway, their status and sessions."),
         (name = "channels", description = "Channel instances and the inbound messages they skipped."),
         (name = "gateway", description = "Usage totals, the effective configuration, this document."),
     )

@@ -3,6 +3,7 @@
 //! `config/default.toml` documents every key and equals [`Settings::default`] (a test keeps them
 //! equal). Loading is in [`load`], checks that need more than types in [`validate`].
 
+mod agents;
 mod brain;
 mod email;
 mod load;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use agents::{AgentSettings, ConversationOverrides, mentioned};
 pub use brain::{BrainKind, BrainSettings, CliOutput, PromptInput};
 pub use email::{EmailSettings, MailSecurity};
 pub use load::{ConfigError, load, load_str};
@@ -50,6 +52,9 @@ pub struct Settings {
     /// Cron briefings (`[[schedules]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleSpec>,
+    /// Named assistants (`[[agents]]`); none means one implicit agent, `default`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentSettings>,
 }
 
 impl Default for Settings {
@@ -64,6 +69,7 @@ impl Default for Settings {
             conversation: ConversationSettings::default(),
             scheduler: SchedulerSettings::default(),
             schedules: Vec::new(),
+            agents: Vec::new(),
             talk: BTreeMap::new(),
             email: BTreeMap::new(),
             brains: BTreeMap::from([("default".to_owned(), BrainSettings::default())]),
@@ -107,6 +113,61 @@ impl Settings {
             .and_then(|(_, prompt)| prompt.cloned())
             .or_else(|| self.brains.get(brain).map(|b| b.system_prompt.clone()))
             .unwrap_or_default()
+    }
+
+    /// The configured agents, or the implicit `default` one when there are none.
+    pub fn agent_list(&self) -> Vec<AgentSettings> {
+        if self.agents.is_empty() {
+            vec![AgentSettings::implicit()]
+        } else {
+            self.agents.clone()
+        }
+    }
+
+    /// The agent `id` (the implicit one when no agents are configured).
+    pub fn agent(&self, id: &str) -> Option<AgentSettings> {
+        self.agent_list().into_iter().find(|a| a.id == id)
+    }
+
+    /// The agents answering on a channel instance.
+    pub fn agents_serving(&self, channel: &str) -> Vec<AgentSettings> {
+        self.agent_list()
+            .into_iter()
+            .filter(|a| a.serves(channel))
+            .collect()
+    }
+
+    /// The agent answering messages addressed to no agent on `channel`.
+    pub fn default_agent_for(&self, channel: &str) -> Option<String> {
+        let serving = self.agents_serving(channel);
+        serving
+            .iter()
+            .find(|a| a.default)
+            .or(serving.first())
+            .map(|a| a.id.clone())
+    }
+
+    /// The brain answering for `agent` on `channel`: the agent's own, else the channel's.
+    pub fn brain_for(&self, channel: &str, agent: &str) -> String {
+        self.agent(agent)
+            .and_then(|a| a.brain)
+            .unwrap_or_else(|| self.brain_for_channel(channel).to_owned())
+    }
+
+    /// The system prompt of `agent` on `channel` answered by `brain`: the agent's own prompt
+    /// (its file read again now), else the channel's, else the brain's.
+    pub fn prompt_for_agent(&self, channel: &str, agent: &str, brain: &str) -> String {
+        self.agent(agent)
+            .and_then(|a| a.current_prompt())
+            .unwrap_or_else(|| self.system_prompt_for(channel, brain))
+    }
+
+    /// `[conversation]` with the agent's overrides.
+    pub fn conversation_for(&self, agent: &str) -> ConversationSettings {
+        match self.agents.iter().find(|a| a.id == agent) {
+            Some(a) => a.conversation.apply(&self.conversation),
+            None => self.conversation.clone(),
+        }
     }
 
     /// When to acknowledge a slow answer on a channel, and with what text.

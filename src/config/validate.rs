@@ -123,6 +123,7 @@ impl Settings {
                 return fail(&format!("{key}.target"), &e);
             }
         }
+        self.validate_agents(origin_of)?;
         let model = &self.conversation.selection_model;
         if model != "fast" && !self.brains.contains_key(model) {
             return fail(
@@ -131,6 +132,101 @@ impl Settings {
             );
         }
         Ok(())
+    }
+
+    fn validate_agents(&self, origin_of: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+        let fail = |key: &str, msg: &str| Err(ConfigError::key(origin_of(key), key, msg));
+        let mut ids = std::collections::HashSet::new();
+        let channels = self.channel_instances();
+        for (i, a) in self.agents.iter().enumerate() {
+            let key = format!("agents[{i}]");
+            if !valid_name(&a.id) || a.id.len() > 32 {
+                return fail(
+                    &format!("{key}.id"),
+                    "agent ids use 1–32 lowercase letters, digits, '-' and '_'",
+                );
+            }
+            if !ids.insert(a.id.as_str()) {
+                return fail(&format!("{key}.id"), "must be unique");
+            }
+            if a.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                return fail(&format!("{key}.name"), "must not be empty");
+            }
+            if let Some(b) = &a.brain
+                && !self.brains.contains_key(b)
+            {
+                return fail(&format!("{key}.brain"), "names no configured brain");
+            }
+            for c in &a.serves {
+                if !channels.contains(c) {
+                    return fail(
+                        &format!("{key}.serves"),
+                        &format!(
+                            "{c:?} is no configured channel instance (configured: {})",
+                            channels.join(", ")
+                        ),
+                    );
+                }
+            }
+            if a.session_max_input_tokens == 0 {
+                return fail(
+                    &format!("{key}.session_max_input_tokens"),
+                    "must be at least 1",
+                );
+            }
+            if a.session_idle_timeout.is_zero() {
+                return fail(
+                    &format!("{key}.session_idle_timeout"),
+                    "must be more than zero",
+                );
+            }
+        }
+        if self.agents.is_empty() {
+            return Ok(());
+        }
+        for c in &channels {
+            let serving = self.agents_serving(c);
+            if serving.is_empty() {
+                return fail(
+                    "agents",
+                    &format!(
+                        "no agent serves {c}: add it to an agent's `serves`, or leave `serves` empty"
+                    ),
+                );
+            }
+            let defaults: Vec<&str> = serving
+                .iter()
+                .filter(|a| a.default)
+                .map(|a| a.id.as_str())
+                .collect();
+            if defaults.len() > 1 {
+                return fail(
+                    "agents",
+                    &format!("{c} has several default agents: {}", defaults.join(", ")),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The enabled channel instances (`webhook:<name>`, `talk:<name>`, `email:<name>`).
+    pub fn channel_instances(&self) -> Vec<String> {
+        let webhooks = self
+            .webhooks
+            .iter()
+            .filter(|(_, w)| w.enabled)
+            .map(|(n, _)| format!("webhook:{n}"));
+        let talk = self
+            .talk
+            .iter()
+            .filter(|(_, t)| t.enabled)
+            .map(|(n, _)| format!("talk:{n}"));
+        let email = self
+            .email
+            .iter()
+            .filter(|(_, e)| e.enabled)
+            .map(|(n, _)| format!("email:{n}"));
+        webhooks.chain(talk).chain(email).collect()
     }
 
     /// Whether a schedule target can be delivered to with the channels configured.
@@ -266,6 +362,14 @@ impl Settings {
                 mail.system_prompt = Some(read_prompt(
                     path,
                     &format!("email.{name}.system_prompt_file"),
+                )?);
+            }
+        }
+        for (i, agent) in self.agents.iter_mut().enumerate() {
+            if let Some(path) = &agent.system_prompt_file {
+                agent.system_prompt = Some(read_prompt(
+                    path,
+                    &format!("agents[{i}].system_prompt_file"),
                 )?);
             }
         }

@@ -64,14 +64,26 @@ pub trait Store: Send + Sync + 'static {
 
     // --- intake -------------------------------------------------------------------------------
 
-    /// Commits in ONE transaction: the message (or its edit/deletion), a task when the message is
-    /// a trigger (deduplicated by `task.dedup_key`), and the channel's cursor.
+    /// Commits in ONE transaction: the message (or its edit/deletion), one task per agent asked
+    /// to answer it (each deduplicated by its `dedup_key`), and the channel's cursor. The
+    /// receipt names the first task.
+    async fn ingest_tasks(
+        &self,
+        event: &InboundEvent,
+        tasks: &[NewTask],
+        now: i64,
+    ) -> StoreResult<IntakeReceipt>;
+
+    /// [`Store::ingest_tasks`] with at most one task.
     async fn ingest(
         &self,
         event: &InboundEvent,
         task: Option<&NewTask>,
         now: i64,
-    ) -> StoreResult<IntakeReceipt>;
+    ) -> StoreResult<IntakeReceipt> {
+        let tasks = task.map(std::slice::from_ref).unwrap_or(&[]);
+        self.ingest_tasks(event, tasks, now).await
+    }
 
     /// Stores many events (no tasks) in one transaction, in order: history imports.
     async fn ingest_batch(&self, events: &[InboundEvent], now: i64) -> StoreResult<()>;
@@ -131,6 +143,18 @@ pub trait Store: Send + Sync + 'static {
         conversation: ConversationId,
         agent: &str,
     ) -> StoreResult<Option<SessionRecord>>;
+    /// Marks an agent's brain sessions (or its session in one conversation) as not to be
+    /// resumed: its next task starts a new session restored from the store. Returns how many.
+    async fn reset_sessions(
+        &self,
+        agent: &str,
+        conversation: Option<ConversationId>,
+        reason: &str,
+    ) -> StoreResult<u64>;
+
+    /// Per agent with tasks or sessions: what it is doing and its sessions.
+    async fn agent_activity(&self) -> StoreResult<Vec<AgentActivity>>;
+
     async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>>;
     async fn task_attempts(&self, id: TaskId) -> StoreResult<Vec<AttemptRecord>>;
 

@@ -80,6 +80,34 @@ pub struct SessionRecord {
     pub session_id: String,
     /// The newest message the session has been given.
     pub last_injected: MessageId,
+    /// Digest of the system prompt the session was started with.
+    pub prompt_hash: String,
+    /// Input tokens the session has taken in since it started.
+    pub input_tokens: u64,
+    /// When the session started and was last used (unix ms; set by the store on write).
+    pub started_at: i64,
+    pub updated_at: i64,
+    /// Set when the session must not be resumed (an admin reset).
+    pub renew_reason: Option<String>,
+}
+
+/// What an agent is doing, from its tasks and sessions (`GET /admin/agents`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct AgentActivity {
+    pub agent: String,
+    pub running: i64,
+    pub pending: i64,
+    /// The newest change to one of its tasks (unix ms).
+    pub last_activity: Option<i64>,
+    /// `completed` or `failed`: how its newest finished task ended.
+    pub last_outcome: Option<String>,
+    pub last_error: Option<String>,
+    /// Brain sessions it keeps (one per conversation).
+    pub sessions: i64,
+    /// When its newest session started (unix ms).
+    pub newest_session_started_at: Option<i64>,
+    /// Input tokens of its largest session.
+    pub max_session_input_tokens: i64,
 }
 
 #[derive(Debug, Clone)]

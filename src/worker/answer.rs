@@ -7,11 +7,43 @@ use serde_json::json;
 
 use super::{AttemptError, Prepared, Worker};
 use crate::brain::{Brain, BrainError, BrainReply, BrainRequest, Completer, RESTORED_NOTICE};
+use crate::config::AgentSettings;
 use crate::context::{self, Incoming, Resume, Selection};
 use crate::store::{MessageRecord, NewDelivery, SessionRecord, TaskRecord};
 
 /// Most messages a resumed session is given at once.
 const RESUME_LOOKBACK: usize = 200;
+
+/// A short digest of a system prompt: a session started under another prompt is renewed.
+fn digest(prompt: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(prompt.as_bytes())[..8])
+}
+
+/// Why a stored session must not be resumed, if it must not: an admin reset, a changed prompt
+/// (sessions from before prompts were recorded have none and are kept), too many input
+/// tokens, or too long idle.
+fn renewal_reason(
+    s: &SessionRecord,
+    prompt_hash: &str,
+    agent: &AgentSettings,
+    now: i64,
+) -> Option<String> {
+    if let Some(reason) = &s.renew_reason {
+        return Some(reason.clone());
+    }
+    if !s.prompt_hash.is_empty() && s.prompt_hash != prompt_hash {
+        return Some("prompt_changed".to_owned());
+    }
+    if s.input_tokens >= agent.session_max_input_tokens {
+        return Some("token_ceiling".to_owned());
+    }
+    let idle_ms = i64::try_from(agent.session_idle_timeout.as_millis()).unwrap_or(i64::MAX);
+    if s.updated_at > 0 && now.saturating_sub(s.updated_at) > idle_ms {
+        return Some("idle".to_owned());
+    }
+    None
+}
 
 /// How a session-keeping brain was called; recorded on the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -52,11 +84,12 @@ impl Worker {
             &self.deps.settings.conversation.selection_model,
             &task.brain,
         );
-        let system = self
-            .deps
-            .settings
-            .system_prompt_for(&conversation.channel, &task.brain);
-        let session = if brain.keeps_sessions() {
+        let system =
+            self.deps
+                .settings
+                .prompt_for_agent(&conversation.channel, &task.agent, &task.brain);
+        let prompt_hash = digest(&system);
+        let stored = if brain.keeps_sessions() {
             store
                 .get_session(task.conversation_id, &task.agent)
                 .await?
@@ -64,6 +97,19 @@ impl Worker {
         } else {
             None
         };
+        // A session the agent must not resume any more starts over, restored from the store.
+        let agent = self
+            .deps
+            .settings
+            .agent(&task.agent)
+            .unwrap_or_else(AgentSettings::implicit);
+        let renewed = stored
+            .as_ref()
+            .and_then(|s| renewal_reason(s, &prompt_hash, &agent, self.deps.clock.now_ms()));
+        let session = stored.filter(|_| renewed.is_none());
+        if let Some(reason) = &renewed {
+            tracing::info!(agent = %task.agent, %reason, "starting a new brain session");
+        }
 
         let brain_started = std::time::Instant::now();
         let (mode, selection, reply, fallback) = {
@@ -106,12 +152,16 @@ impl Worker {
                     }
                     None => {
                         let selection = self.select(task, &trigger, None, &completer).await?;
-                        let request = self.request(&system, task, &trigger, &selection, None, None);
+                        let notice = renewed.as_ref().map(|_| RESTORED_NOTICE);
+                        let request =
+                            self.request(&system, task, &trigger, &selection, None, notice);
                         let (reply, fallback) = self
                             .call_with_fallback(task, brain.as_ref(), &request)
                             .await?;
                         let mode = if fallback.is_some() || !brain.keeps_sessions() {
                             SessionMode::Stateless
+                        } else if renewed.is_some() {
+                            SessionMode::Restored
                         } else {
                             SessionMode::New
                         };
@@ -168,15 +218,30 @@ impl Worker {
         });
         let session_update = session_id
             .filter(|_| brain.keeps_sessions() && fallback.is_none())
-            .map(|session_id| SessionRecord {
-                conversation_id: task.conversation_id,
-                agent: task.agent.clone(),
-                brain: task.brain.clone(),
-                session_id,
-                last_injected: trigger.id,
+            .map(|session_id| {
+                // The same session goes on counting; a new one starts from this call.
+                let continued = session
+                    .as_ref()
+                    .filter(|s| mode == SessionMode::Resumed && s.session_id == session_id);
+                SessionRecord {
+                    conversation_id: task.conversation_id,
+                    agent: task.agent.clone(),
+                    brain: task.brain.clone(),
+                    session_id,
+                    last_injected: trigger.id,
+                    prompt_hash: prompt_hash.clone(),
+                    input_tokens: continued.map_or(0, |s| s.input_tokens)
+                        + reply.usage.prompt_tokens,
+                    started_at: continued.map_or(0, |s| s.started_at),
+                    updated_at: 0,
+                    renew_reason: None,
+                }
             });
         let mut explain = selection.explain();
         explain["session"] = json!(mode);
+        if let Some(reason) = &renewed {
+            explain["session_renewed"] = json!(reason);
+        }
         explain["brain"] = json!(fallback.as_deref().unwrap_or(&task.brain));
         // Cost at the prices of the brain that answered (triage at the task brain's prices).
         let prices = |name: &str| self.deps.settings.brains.get(name);
@@ -198,10 +263,10 @@ impl Worker {
             triage_usage: selection.triage_usage,
             cost,
             delivery: (!silent).then(|| NewDelivery {
+                text: self.signed(&conversation.channel, &task.agent, &reply.text),
                 channel: conversation.channel,
                 idempotency_key: format!("ctxgate:task:{}:result", task.id),
                 kind: "result".to_owned(),
-                text: reply.text.clone(),
                 reply_to: Some(trigger.channel_message_id),
                 meta: trigger.meta,
             }),
@@ -219,7 +284,7 @@ impl Worker {
     ) -> Result<Selection, AttemptError> {
         // A resumed session gets everything new to it, untriaged (up to a generous lookback),
         // since what it is not given now it will never see.
-        let mut settings = self.deps.settings.conversation.clone();
+        let mut settings = self.deps.settings.conversation_for(&task.agent);
         if resume.is_some() {
             settings.use_selection = false;
             settings.lookback_count = settings.lookback_count.max(RESUME_LOOKBACK);
@@ -246,6 +311,19 @@ impl Worker {
             .await?)
     }
 
+    /// Where several agents answer on one channel, an answer starts with its agent's name so
+    /// people see who speaks (the history keeps the plain text).
+    pub(super) fn signed(&self, channel: &str, agent: &str, text: &str) -> String {
+        let settings = &self.deps.settings;
+        if settings.agents_serving(channel).len() < 2 {
+            return text.to_owned();
+        }
+        match settings.agent(agent) {
+            Some(a) => format!("{}: {text}", a.display_name()),
+            None => text.to_owned(),
+        }
+    }
+
     fn request(
         &self,
         system: &str,
@@ -263,6 +341,47 @@ impl Worker {
             context: selection.turns(),
             message: context::turn_of(trigger),
             session: session.map(str::to_owned),
+        }
+    }
+
+    /// Where several agents answer on one channel, a task that failed for good is reported in
+    /// its agent's name (kept out of context like an acknowledgement), so the asker knows which
+    /// agent did not answer while the others' answers arrive.
+    pub(super) async fn report_failure(&self, task: &TaskRecord) {
+        let store = self.deps.store.as_ref();
+        let (Ok(Some(conversation)), Some(message_id)) = (
+            store.get_conversation(task.conversation_id).await,
+            task.message_id,
+        ) else {
+            return;
+        };
+        let settings = &self.deps.settings;
+        if task.source_type.is_background()
+            || settings.agents_serving(&conversation.channel).len() < 2
+        {
+            return;
+        }
+        let Ok(Some(trigger)) = store.get_message(message_id).await else {
+            return;
+        };
+        let name = settings
+            .agent(&task.agent)
+            .map_or(task.agent.clone(), |a| a.display_name().to_owned());
+        let delivery = NewDelivery {
+            channel: conversation.channel,
+            idempotency_key: format!("ctxgate:task:{}:failed", task.id),
+            kind: "ack".to_owned(),
+            text: format!("{name} could not answer this message (its brain failed)."),
+            reply_to: Some(trigger.channel_message_id),
+            meta: trigger.meta,
+        };
+        match store
+            .enqueue_delivery(task.id, &delivery, self.deps.clock.now_ms())
+            .await
+        {
+            Ok(true) => self.deps.delivery_ready.notify_one(),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot queue the failure notice"),
         }
     }
 

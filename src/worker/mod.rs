@@ -188,6 +188,7 @@ impl Worker {
                     Ok(Outcome::Retrying)
                 } else {
                     tracing::error!(error = %message, "task failed");
+                    self.report_failure(&task).await;
                     self.finished(&task, "failed", now);
                     Ok(Outcome::Failed)
                 }

@@ -64,6 +64,13 @@ struct Mail {
 }
 
 async fn mail_app(tweak: impl FnOnce(&mut EmailSettings)) -> Mail {
+    mail_app_with(tweak, |_| {}).await
+}
+
+async fn mail_app_with(
+    tweak: impl FnOnce(&mut EmailSettings),
+    tweak_settings: impl FnOnce(&mut ctxgate::config::Settings),
+) -> Mail {
     require_stack();
     let folder = unique("ctxgate-e2e");
     let mut admin = ImapSession::connect(&imap("bot", "INBOX")).await.unwrap();
@@ -89,6 +96,7 @@ async fn mail_app(tweak: impl FnOnce(&mut EmailSettings)) -> Mail {
     tweak(&mut settings);
     let app = spawn_app_with(|s| {
         s.email.insert("main".into(), settings);
+        tweak_settings(s);
     })
     .await;
     Mail { app, folder, admin }
@@ -554,4 +562,73 @@ async fn briefings_are_mailed_as_auto_generated() {
     );
     assert_eq!(mail.body.text, "Three things today.");
     assert!(mail.in_reply_to.is_empty());
+}
+
+/// Plus-addressing: mail to `bot+planner@…` is answered by the agent `planner`, mail to the
+/// plain address by the mailbox's default agent; each answer says who wrote it.
+#[tokio::test]
+async fn plus_addresses_route_mail_to_agents() {
+    use ctxgate::config::AgentSettings;
+    let m = mail_app_with(
+        |_| {},
+        |s| {
+            s.agents = vec![
+                AgentSettings {
+                    id: "reviewer".into(),
+                    name: Some("Reviewer".into()),
+                    ..AgentSettings::implicit()
+                },
+                AgentSettings {
+                    id: "planner".into(),
+                    name: Some("Planner".into()),
+                    default: false,
+                    ..AgentSettings::implicit()
+                },
+            ];
+        },
+    )
+    .await;
+    let mut m = m;
+    m.start();
+    let to_planner = format!("plus1.{}@example.org", m.folder);
+    m.deliver(&format!(
+        "From: Alice <alice@example.org>\nTo: Planner <bot+planner@example.org>\n\
+         Subject: Next sprint\nMessage-ID: <{to_planner}>\nDate: Sun, 22 Nov 2026 08:00:00 +0000\n\n\
+         What should we plan first?\n"
+    ))
+    .await;
+    let plain = format!("plus2.{}@example.org", m.folder);
+    m.deliver(&format!(
+        "From: Alice <alice@example.org>\nTo: bot@example.org\nSubject: Review\n\
+         Message-ID: <{plain}>\nDate: Sun, 22 Nov 2026 08:01:00 +0000\n\nPlease review.\n"
+    ))
+    .await;
+    let planned = answer_to(&to_planner).await;
+    assert!(
+        planned
+            .body
+            .text
+            .starts_with("Planner: re: Subject: Next sprint"),
+        "{}",
+        planned.body.text
+    );
+    let reviewed = answer_to(&plain).await;
+    assert!(
+        reviewed
+            .body
+            .text
+            .starts_with("Reviewer: re: Subject: Review"),
+        "{}",
+        reviewed.body.text
+    );
+    let tasks = m
+        .app
+        .deps
+        .store
+        .list_tasks(&ctxgate::store::TaskFilter::default())
+        .await
+        .unwrap();
+    let mut agents: Vec<&str> = tasks.iter().map(|t| t.agent.as_str()).collect();
+    agents.sort();
+    assert_eq!(agents, ["planner", "reviewer"], "one task each");
 }

@@ -1,6 +1,7 @@
 //! The one integration-test binary (see STYLE.md): modules by area.
 
 mod admin;
+mod agents;
 mod brains;
 mod cli;
 pub mod context;

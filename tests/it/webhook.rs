@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ctxgate::config::AgentSettings;
 use ctxgate::outbox::DeliverOnce;
 use ctxgate::worker::{Outcome, RunOnce};
 use ctxgate_contract::Role;
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header_exists, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::helpers::{SECRET, spawn_app};
+use crate::helpers::{SECRET, spawn_app, spawn_app_with};
 
 async fn task_count(app: &crate::helpers::TestApp) -> usize {
     app.admin_json("/admin/tasks").await["items"]
@@ -440,7 +441,20 @@ async fn an_answer_counts_as_earlier_context_even_when_stored_after_the_next_que
 
 #[tokio::test]
 async fn an_agent_sees_only_what_is_addressed_to_it_or_everyone() {
-    let app = spawn_app().await;
+    let app = spawn_app_with(|s| {
+        s.agents = vec![
+            AgentSettings {
+                id: "default".into(),
+                ..AgentSettings::implicit()
+            },
+            AgentSettings {
+                id: "reviewer".into(),
+                default: false,
+                ..AgentSettings::implicit()
+            },
+        ];
+    })
+    .await;
     let w = app.worker("w");
     let outbox = app.outbox();
     for (text, agent) in [

@@ -4,10 +4,12 @@
 //! which it hands to an [`Intake`] (implemented by the core). Answers travel the other way as
 //! [`OutboundMessage`]s through the channel's [`Sink`]. Channels never touch the store.
 
+mod addressing;
 mod error;
 mod event;
 mod outbound;
 
+pub use addressing::{AgentHandle, addressed_agents};
 pub use error::{ChannelError, IntakeError};
 pub use event::{
     Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, IntakeReceipt, MessageKind,

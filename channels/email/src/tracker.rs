@@ -34,6 +34,9 @@ pub enum AfterProcessing {
 
 #[derive(Debug, Clone)]
 pub struct TrackerConfig {
+    /// Agent ids answering on this mailbox: mail to `<local>+<agent>@<domain>` of an own
+    /// address is addressed to that agent.
+    pub agents: Vec<String>,
     /// The channel instance, `email:<account>`.
     pub channel: String,
     pub imap: ImapConfig,
@@ -62,6 +65,30 @@ pub struct TrackerStatus {
     pub last_error: Option<String>,
     pub last_error_at: Option<chrono::DateTime<Utc>>,
     pub backoff_until: Option<chrono::DateTime<Utc>>,
+}
+
+/// The agents a mail is addressed to by plus-address: `bot+reviewer@example.org` in To or Cc,
+/// where `bot@example.org` is an own address and `reviewer` an agent of the mailbox.
+fn plus_agents(mail: &NormalizedMail, own: &[EmailAddress], agents: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in mail.to.iter().chain(&mail.cc) {
+        let address = m.address.as_str().to_lowercase();
+        let Some((local, domain)) = address.rsplit_once('@') else {
+            continue;
+        };
+        let Some((base, tag)) = local.split_once('+') else {
+            continue;
+        };
+        let plain = format!("{base}@{domain}");
+        let ours = own.iter().any(|o| o.as_str().eq_ignore_ascii_case(&plain));
+        if let Some(agent) = agents.iter().find(|a| a.eq_ignore_ascii_case(tag))
+            && ours
+            && !out.contains(agent)
+        {
+            out.push(agent.clone());
+        }
+    }
+    out
 }
 
 /// The cursor value: `<uidvalidity>:<last uid>`.
@@ -381,7 +408,13 @@ impl Tracker {
                 source_type: SourceType::Email,
                 trigger: skipped.is_none(),
                 agent: None,
-                audience: Audience::Everyone,
+                audience: match plus_agents(&mail, &self.config.own, &self.config.agents) {
+                    agents if agents.is_empty() => Audience::Everyone,
+                    agents => Audience::Addressed {
+                        agents,
+                        users: Vec::new(),
+                    },
+                },
                 meta,
             }),
             cursor,
@@ -455,5 +488,16 @@ mod tests {
     fn cursor_round_trip() {
         assert_eq!(parse_cursor(&cursor_value(7, 42)), Some((7, 42)));
         assert_eq!(parse_cursor("garbage"), None);
+    }
+
+    #[test]
+    fn plus_addresses_of_own_addresses_name_agents() {
+        let raw = "From: alice@example.org\r\nTo: Bot <BOT+Reviewer@example.org>, x+planner@other.org\r\n\
+                   Cc: bot+planner@example.org, bot+nobody@example.org\r\nSubject: hi\r\n\r\nbody\r\n";
+        let mail = Normalizer::default().normalize(raw.as_bytes()).unwrap();
+        let own = [EmailAddress::parse("bot@example.org").unwrap()];
+        let agents = ["reviewer".to_owned(), "planner".to_owned()];
+        assert_eq!(plus_agents(&mail, &own, &agents), ["reviewer", "planner"]);
+        assert!(plus_agents(&mail, &own, &[]).is_empty());
     }
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use ctxgate_contract::{
-    Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, Intake, IntakeError,
-    MessageKind, Role, SenderKind, SourceType,
+    AgentHandle, Audience, CursorUpdate, EventKind, InboundEvent, InboundMessage, Intake,
+    IntakeError, MessageKind, Role, SenderKind, SourceType, addressed_agents,
 };
 use serde::Serialize;
 use tokio::sync::Semaphore;
@@ -48,6 +48,9 @@ pub struct PollerConfig {
     pub max_backoff: Duration,
     /// First sights of rooms read in parallel at most.
     pub backfill_concurrency: usize,
+    /// The agents answering on this account: `@name` in a message addresses them (in group
+    /// rooms it asks them for an answer as a mention of the account would).
+    pub agents: Vec<AgentHandle>,
 }
 
 /// What the poller reports for the admin API and metrics.
@@ -534,6 +537,7 @@ impl Poller {
                 may_trigger,
                 allowed_users: &s.config.allowed_users,
                 deleted_parent_was_bot,
+                agents: &s.config.agents,
             },
         );
         let event = InboundEvent {
@@ -616,6 +620,7 @@ struct Context<'a> {
     allowed_users: &'a [String],
     /// The message replies to a deleted message the bot had written.
     deleted_parent_was_bot: bool,
+    agents: &'a [AgentHandle],
 }
 
 /// Turns one Talk message into what intake stores: edits and deletions update the original,
@@ -659,13 +664,16 @@ fn classify(m: &ChatMessage, cx: &Context<'_>) -> EventKind {
             _ => SenderKind::User,
         }
     };
+    let addressed = addressed_agents(&rendered.text, cx.agents);
     let (trigger, skipped) = if own || sender_kind == SenderKind::Bot || !cx.may_trigger {
         (false, None)
     } else {
         let asks = match cx.room_kind {
             room_type::ONE_TO_ONE => true,
             room_type::GROUP | room_type::PUBLIC => {
-                rendered.mentioned_users.iter().any(|u| u == cx.bot_user) || replies_to_bot(m, cx)
+                rendered.mentioned_users.iter().any(|u| u == cx.bot_user)
+                    || replies_to_bot(m, cx)
+                    || !addressed.is_empty()
             }
             _ => false,
         } && !cx.read_only;
@@ -697,7 +705,15 @@ fn classify(m: &ChatMessage, cx: &Context<'_>) -> EventKind {
         source_type: SourceType::Talk,
         trigger,
         agent: None,
-        audience: Audience::Everyone,
+        // Addressed to the agents it names (each answers), else to everyone.
+        audience: if addressed.is_empty() {
+            Audience::Everyone
+        } else {
+            Audience::Addressed {
+                agents: addressed,
+                users: Vec::new(),
+            }
+        },
         meta,
     })
 }
@@ -730,6 +746,7 @@ mod tests {
             may_trigger: true,
             allowed_users: &[],
             deleted_parent_was_bot: false,
+            agents: &[],
         }
     }
 

@@ -18,12 +18,12 @@ impl PgStore {
     pub(super) async fn ingest_tx(
         &self,
         event: &InboundEvent,
-        task: Option<&NewTask>,
+        tasks: &[NewTask],
         now: i64,
     ) -> StoreResult<IntakeReceipt> {
         retrying(|| async move {
             let mut tx = self.pool.begin().await?;
-            let receipt = ingest_one(&mut tx, event, task, now).await?;
+            let receipt = ingest_one(&mut tx, event, tasks, now).await?;
             tx.commit().await?;
             Ok(receipt)
         })
@@ -38,7 +38,7 @@ impl PgStore {
         retrying(|| async move {
             let mut tx = self.pool.begin().await?;
             for event in events {
-                ingest_one(&mut tx, event, None, now).await?;
+                ingest_one(&mut tx, event, &[], now).await?;
             }
             tx.commit().await?;
             Ok(())
@@ -65,7 +65,7 @@ impl PgStore {
 pub(super) async fn ingest_one(
     tx: &mut PgConnection,
     event: &InboundEvent,
-    task: Option<&NewTask>,
+    tasks: &[NewTask],
     now: i64,
 ) -> StoreResult<IntakeReceipt> {
     let conversation_id: i64 = sqlx::query_scalar(
@@ -87,7 +87,7 @@ pub(super) async fn ingest_one(
     };
     match &event.kind {
         EventKind::Posted(message) => {
-            post(tx, conversation_id, message, task, now, &mut receipt).await?;
+            post(tx, conversation_id, message, tasks, now, &mut receipt).await?;
         }
         EventKind::Edited {
             channel_message_id,
@@ -141,7 +141,7 @@ async fn post(
     tx: &mut PgConnection,
     conversation_id: i64,
     m: &InboundMessage,
-    task: Option<&NewTask>,
+    tasks: &[NewTask],
     now: i64,
     receipt: &mut IntakeReceipt,
 ) -> StoreResult<()> {
@@ -207,7 +207,10 @@ async fn post(
         }
     };
     receipt.message_id = Some(message_id);
-    if let Some(task) = task {
+    // One task per agent asked; the receipt names the first. Duplicate only when every
+    // task existed already.
+    let mut any_new = false;
+    for task in tasks {
         let dedup_key = nul_free(&task.dedup_key);
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO tasks (conversation_id, message_id, dedup_key, source_type, agent, brain,
@@ -226,19 +229,22 @@ async fn post(
         .bind(now)
         .fetch_optional(&mut *tx)
         .await?;
-        receipt.task_id = match id {
+        let id = match id {
             Some(id) => {
-                receipt.duplicate = false;
+                any_new = true;
                 Some(id)
             }
             None => {
-                receipt.duplicate = true;
                 sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = $1")
                     .bind(dedup_key.as_ref())
                     .fetch_optional(&mut *tx)
                     .await?
             }
         };
+        receipt.task_id = receipt.task_id.or(id);
+    }
+    if !tasks.is_empty() {
+        receipt.duplicate = !any_new;
     }
     Ok(())
 }

@@ -7,8 +7,8 @@ use super::rows::{self, json_text, nul_free};
 use super::{PgStore, retrying};
 use crate::domain::{ConversationId, MessageId, TaskId};
 use crate::store::{
-    AttemptRecord, Completion, SessionRecord, StoreResult, TaskFilter, TaskRecord, UsageGroup,
-    UsageRow,
+    AgentActivity, AttemptRecord, Completion, SessionRecord, StoreResult, TaskFilter, TaskRecord,
+    UsageGroup, UsageRow,
 };
 
 const LEASE_EXPIRED: &str = "the worker holding this task stopped renewing its lease";
@@ -170,6 +170,84 @@ impl PgStore {
         Ok(true)
     }
 
+    pub(super) async fn reset_sessions_tx(
+        &self,
+        agent: &str,
+        conversation: Option<ConversationId>,
+        reason: &str,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(
+            "UPDATE brain_sessions SET renew_reason = $1
+             WHERE agent = $2 AND ($3::bigint IS NULL OR conversation_id = $3)",
+        )
+        .bind(nul_free(reason))
+        .bind(nul_free(agent))
+        .bind(conversation.map(|c| c.0))
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    pub(super) async fn agent_activity_all(&self) -> StoreResult<Vec<AgentActivity>> {
+        use sqlx::Row;
+        let mut by_agent: std::collections::BTreeMap<String, AgentActivity> = Default::default();
+        let entry = |map: &mut std::collections::BTreeMap<String, AgentActivity>, agent: String| {
+            map.entry(agent.clone())
+                .or_insert_with(|| AgentActivity {
+                    agent,
+                    ..AgentActivity::default()
+                })
+                .clone()
+        };
+        for r in sqlx::query(
+            "SELECT agent,
+                    SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END) AS running,
+                    SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending,
+                    MAX(updated_at) AS last_activity
+             FROM tasks GROUP BY agent",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        {
+            let agent: String = r.try_get("agent")?;
+            let mut a = entry(&mut by_agent, agent.clone());
+            a.running = r.try_get::<Option<i64>, _>("running")?.unwrap_or(0);
+            a.pending = r.try_get::<Option<i64>, _>("pending")?.unwrap_or(0);
+            a.last_activity = r.try_get("last_activity")?;
+            by_agent.insert(agent, a);
+        }
+        for r in sqlx::query(
+            "SELECT agent, status, last_error FROM tasks
+             WHERE id IN (SELECT MAX(id) FROM tasks WHERE status IN ('completed', 'failed')
+                          GROUP BY agent)",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        {
+            let agent: String = r.try_get("agent")?;
+            let mut a = entry(&mut by_agent, agent.clone());
+            a.last_outcome = r.try_get("status")?;
+            a.last_error = r.try_get("last_error")?;
+            by_agent.insert(agent, a);
+        }
+        for r in sqlx::query(
+            "SELECT agent, COUNT(*) AS n, MAX(started_at) AS newest,
+                    MAX(input_tokens) AS tokens
+             FROM brain_sessions GROUP BY agent",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        {
+            let agent: String = r.try_get("agent")?;
+            let mut a = entry(&mut by_agent, agent.clone());
+            a.sessions = r.try_get("n")?;
+            a.newest_session_started_at = r.try_get("newest")?;
+            a.max_session_input_tokens = r.try_get::<Option<i64>, _>("tokens")?.unwrap_or(0);
+            by_agent.insert(agent, a);
+        }
+        Ok(by_agent.into_values().collect())
+    }
+
     pub(super) async fn session_of(
         &self,
         conversation: ConversationId,
@@ -188,6 +266,11 @@ impl PgStore {
                 brain: r.try_get("brain")?,
                 session_id: r.try_get("session_id")?,
                 last_injected: MessageId(r.try_get("last_injected_message_id")?),
+                prompt_hash: r.try_get("prompt_hash")?,
+                input_tokens: r.try_get::<i64, _>("input_tokens")?.max(0) as u64,
+                started_at: r.try_get("started_at")?,
+                updated_at: r.try_get("updated_at")?,
+                renew_reason: r.try_get("renew_reason")?,
             })
         })
         .transpose()
@@ -417,12 +500,15 @@ async fn complete_one(
     if let Some(s) = &done.session {
         sqlx::query(
             "INSERT INTO brain_sessions (conversation_id, agent, brain, session_id,
-                 last_injected_message_id, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6)
+                 last_injected_message_id, updated_at, prompt_hash, input_tokens, started_at,
+                 renew_reason)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)
              ON CONFLICT (conversation_id, agent) DO UPDATE SET brain = excluded.brain,
                  session_id = excluded.session_id,
                  last_injected_message_id = excluded.last_injected_message_id,
-                 updated_at = excluded.updated_at",
+                 updated_at = excluded.updated_at, prompt_hash = excluded.prompt_hash,
+                 input_tokens = excluded.input_tokens, started_at = excluded.started_at,
+                 renew_reason = NULL",
         )
         .bind(s.conversation_id.0)
         .bind(nul_free(&s.agent))
@@ -430,6 +516,9 @@ async fn complete_one(
         .bind(nul_free(&s.session_id))
         .bind(s.last_injected.0)
         .bind(now)
+        .bind(nul_free(&s.prompt_hash))
+        .bind(s.input_tokens as i64)
+        .bind(if s.started_at > 0 { s.started_at } else { now })
         .execute(&mut *tx)
         .await?;
     }

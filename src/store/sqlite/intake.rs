@@ -14,7 +14,7 @@ const MAX_BATCH: usize = 256;
 
 pub(super) struct IngestJob {
     event: InboundEvent,
-    task: Option<NewTask>,
+    tasks: Vec<NewTask>,
     now: i64,
     reply: oneshot::Sender<StoreResult<IntakeReceipt>>,
 }
@@ -39,7 +39,7 @@ async fn commit_batch(pool: &SqlitePool, jobs: Vec<IngestJob>) {
         let mut tx = conn.begin().await?;
         let mut receipts = Vec::with_capacity(jobs.len());
         for job in &jobs {
-            receipts.push(ingest_one(&mut tx, &job.event, job.task.as_ref(), job.now).await?);
+            receipts.push(ingest_one(&mut tx, &job.event, &job.tasks, job.now).await?);
         }
         tx.commit().await?;
         Ok::<_, StoreError>(receipts)
@@ -56,7 +56,7 @@ async fn commit_batch(pool: &SqlitePool, jobs: Vec<IngestJob>) {
                 let alone = async {
                     let mut conn = pool.acquire().await?;
                     let mut tx = conn.begin().await?;
-                    let r = ingest_one(&mut tx, &job.event, job.task.as_ref(), job.now).await?;
+                    let r = ingest_one(&mut tx, &job.event, &job.tasks, job.now).await?;
                     tx.commit().await?;
                     Ok(r)
                 };
@@ -70,13 +70,13 @@ impl SqliteStore {
     pub(super) async fn ingest_tx(
         &self,
         event: &InboundEvent,
-        task: Option<&NewTask>,
+        tasks: &[NewTask],
         now: i64,
     ) -> StoreResult<IntakeReceipt> {
         let (reply, answer) = oneshot::channel();
         let job = IngestJob {
             event: event.clone(),
-            task: task.cloned(),
+            tasks: tasks.to_vec(),
             now,
             reply,
         };
@@ -90,7 +90,7 @@ impl SqliteStore {
 pub(super) async fn ingest_one(
     tx: &mut SqliteConnection,
     event: &InboundEvent,
-    task: Option<&NewTask>,
+    tasks: &[NewTask],
     now: i64,
 ) -> StoreResult<IntakeReceipt> {
     let conversation_id: i64 = sqlx::query_scalar(
@@ -112,7 +112,7 @@ pub(super) async fn ingest_one(
     };
     match &event.kind {
         EventKind::Posted(message) => {
-            post(tx, conversation_id, message, task, now, &mut receipt).await?;
+            post(tx, conversation_id, message, tasks, now, &mut receipt).await?;
         }
         EventKind::Edited {
             channel_message_id,
@@ -171,7 +171,7 @@ impl SqliteStore {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin().await?;
         for event in events {
-            ingest_one(&mut tx, event, None, now).await?;
+            ingest_one(&mut tx, event, &[], now).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -196,7 +196,7 @@ async fn post(
     tx: &mut SqliteConnection,
     conversation_id: i64,
     m: &InboundMessage,
-    task: Option<&NewTask>,
+    tasks: &[NewTask],
     now: i64,
     receipt: &mut IntakeReceipt,
 ) -> StoreResult<()> {
@@ -260,7 +260,10 @@ async fn post(
         }
     };
     receipt.message_id = Some(message_id);
-    if let Some(task) = task {
+    // One task per agent asked; the receipt names the first. Duplicate only when every
+    // task existed already.
+    let mut any_new = false;
+    for task in tasks {
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO tasks (conversation_id, message_id, dedup_key, source_type, agent, brain,
                  status, max_attempts, available_at, created_at, updated_at)
@@ -278,19 +281,22 @@ async fn post(
         .bind(now)
         .fetch_optional(&mut *tx)
         .await?;
-        receipt.task_id = match id {
+        let id = match id {
             Some(id) => {
-                receipt.duplicate = false;
+                any_new = true;
                 Some(id)
             }
             None => {
-                receipt.duplicate = true;
                 sqlx::query_scalar("SELECT id FROM tasks WHERE dedup_key = ?1")
                     .bind(&task.dedup_key)
                     .fetch_optional(&mut *tx)
                     .await?
             }
         };
+        receipt.task_id = receipt.task_id.or(id);
+    }
+    if !tasks.is_empty() {
+        receipt.duplicate = !any_new;
     }
     Ok(())
 }

@@ -120,13 +120,13 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn ingest(
+    async fn ingest_tasks(
         &self,
         event: &InboundEvent,
-        task: Option<&NewTask>,
+        tasks: &[NewTask],
         now: i64,
     ) -> StoreResult<IntakeReceipt> {
-        self.ingest_tx(event, task, now).await
+        self.ingest_tx(event, tasks, now).await
     }
 
     async fn ingest_batch(&self, events: &[InboundEvent], now: i64) -> StoreResult<()> {
@@ -217,6 +217,19 @@ impl Store for SqliteStore {
         agent: &str,
     ) -> StoreResult<Option<SessionRecord>> {
         self.session_of(conversation, agent).await
+    }
+
+    async fn reset_sessions(
+        &self,
+        agent: &str,
+        conversation: Option<ConversationId>,
+        reason: &str,
+    ) -> StoreResult<u64> {
+        self.reset_sessions_tx(agent, conversation, reason).await
+    }
+
+    async fn agent_activity(&self) -> StoreResult<Vec<AgentActivity>> {
+        self.agent_activity_all().await
     }
 
     async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskRecord>> {

@@ -161,7 +161,11 @@ impl SqliteStore {
             }
         }
         let task_id = match &fire.briefing {
-            Some((event, task)) => ingest_one(&mut tx, event, Some(task), now).await?.task_id,
+            Some((event, task)) => {
+                ingest_one(&mut tx, event, std::slice::from_ref(task), now)
+                    .await?
+                    .task_id
+            }
             None => None,
         };
         sqlx::query(

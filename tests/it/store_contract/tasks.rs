@@ -193,6 +193,11 @@ async fn completing_records_usage_delivery_session_and_history(store: Arc<dyn St
         brain: "cli".into(),
         session_id: "s-1".into(),
         last_injected: MessageId(r.message_id.unwrap()),
+        prompt_hash: "p1".into(),
+        input_tokens: 2,
+        started_at: 0,
+        updated_at: 0,
+        renew_reason: None,
     });
     assert!(
         !store
@@ -278,7 +283,11 @@ async fn completing_records_usage_delivery_session_and_history(store: Arc<dyn St
 
     assert_eq!(
         store.get_session(conv, "default").await.unwrap(),
-        done.session
+        done.session.clone().map(|s| SessionRecord {
+            started_at: NOW + 5,
+            updated_at: NOW + 5,
+            ..s
+        })
     );
     assert_eq!(store.get_session(conv, "other").await.unwrap(), None);
     // A later session replaces the remembered one.
@@ -295,13 +304,61 @@ async fn completing_records_usage_delivery_session_and_history(store: Arc<dyn St
         brain: "cli".into(),
         session_id: "s-2".into(),
         last_injected: MessageId(m2),
+        prompt_hash: "p2".into(),
+        input_tokens: 30,
+        started_at: 0,
+        updated_at: 0,
+        renew_reason: None,
     };
     next.session = Some(session.clone());
     assert!(store.complete_task(&next, NOW + 11).await.unwrap());
+    // A new session starts now (started_at 0 = "now"); the store stamps its last use.
+    let stored = SessionRecord {
+        started_at: NOW + 11,
+        updated_at: NOW + 11,
+        ..session
+    };
     assert_eq!(
         store.get_session(conv, "default").await.unwrap(),
-        Some(session)
+        Some(stored.clone())
     );
+    // An admin reset marks it; nothing else changes until the agent's next task.
+    assert_eq!(
+        store
+            .reset_sessions("default", Some(conv), "admin_reset")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .reset_sessions("nobody", None, "admin_reset")
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .get_session(conv, "default")
+            .await
+            .unwrap()
+            .unwrap()
+            .renew_reason
+            .as_deref(),
+        Some("admin_reset")
+    );
+    let activity = store.agent_activity().await.unwrap();
+    let default = activity.iter().find(|a| a.agent == "default").unwrap();
+    assert_eq!(
+        (
+            default.sessions,
+            default.max_session_input_tokens,
+            default.running
+        ),
+        (1, 30, 0)
+    );
+    assert_eq!(default.last_outcome.as_deref(), Some("completed"));
+    assert_eq!(default.newest_session_started_at, Some(NOW + 11));
     let keyed = store
         .find_message(conv, &format!("ctxgate:task:{t2}:result"))
         .await
