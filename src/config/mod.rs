@@ -286,7 +286,7 @@ pub enum LogFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkerSettings {
-    /// Tasks run at the same time (never two of one conversation).
+    /// Tasks run at the same time (never two of one conversation for the same agent).
     pub count: usize,
     /// How long a claimed task stays with its worker without a heartbeat.
     #[serde(with = "humantime_serde")]

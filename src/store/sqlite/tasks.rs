@@ -44,14 +44,18 @@ impl SqliteStore {
         )
         .execute(&mut *tx)
         .await?;
-        // The oldest due task whose conversation has nothing running and nothing older waiting.
+        // The oldest due task whose conversation has nothing running and nothing older waiting for
+        // the same agent (agents of one conversation answer in parallel; each sees only its
+        // own answers, so their order does not matter to each other).
         let id: Option<i64> = sqlx::query_scalar(
             "SELECT t.id FROM tasks t
              WHERE t.status = 'pending' AND t.available_at <= ?1
                AND NOT EXISTS (SELECT 1 FROM tasks r
-                   WHERE r.conversation_id = t.conversation_id AND r.status = 'running')
+                   WHERE r.conversation_id = t.conversation_id AND r.agent = t.agent
+                     AND r.status = 'running')
                AND NOT EXISTS (SELECT 1 FROM tasks e
-                   WHERE e.conversation_id = t.conversation_id AND e.status = 'pending'
+                   WHERE e.conversation_id = t.conversation_id AND e.agent = t.agent
+                     AND e.status = 'pending'
                      AND e.id < t.id)
              ORDER BY t.available_at, t.id
              LIMIT 1",

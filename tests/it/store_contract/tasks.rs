@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use ctxgate::domain::{Action, ConversationId, MessageId, TaskId, TaskStatus, Usage};
-use ctxgate::store::{Bound, SessionRecord, Store};
+use ctxgate::store::{Bound, NewTask, SessionRecord, Store};
 use ctxgate_contract::{Audience, Role, SenderKind, SourceType};
 use serde_json::json;
 
@@ -573,7 +573,68 @@ async fn concurrent_claimers_keep_each_conversation_in_order(store: Arc<dyn Stor
     assert_eq!(store.backlog().await.unwrap(), (0, 0, 0));
 }
 
+/// One message asking two agents: one task each in one transaction; the agents answer in
+/// parallel, while each agent's own tasks in the conversation stay one at a time in order.
+async fn agents_of_one_conversation_answer_in_parallel(store: Arc<dyn Store>) {
+    let for_agent = |key: &str, agent: &str| NewTask {
+        agent: agent.into(),
+        ..task(key)
+    };
+    let first = store
+        .ingest_tasks(
+            &posted("room", "1", "@a and @b?"),
+            &[for_agent("1/a", "a"), for_agent("1/b", "b")],
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert!(!first.duplicate);
+    let again = store
+        .ingest_tasks(
+            &posted("room", "1", "@a and @b?"),
+            &[for_agent("1/a", "a"), for_agent("1/b", "b")],
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert!(again.duplicate, "both tasks existed");
+    assert_eq!(again.task_id, first.task_id);
+    store
+        .ingest(
+            &posted("room", "2", "@a again"),
+            Some(&for_agent("2/a", "a")),
+            NOW,
+        )
+        .await
+        .unwrap();
+    let x = store.claim_task("w1", NOW, LEASE).await.unwrap().unwrap();
+    let y = store.claim_task("w2", NOW, LEASE).await.unwrap().unwrap();
+    let mut agents = [x.agent.clone(), y.agent.clone()];
+    agents.sort();
+    assert_eq!(agents, ["a", "b"], "both agents at once");
+    assert!(
+        store.claim_task("w3", NOW, LEASE).await.unwrap().is_none(),
+        "a's second task waits for its first"
+    );
+    let a_first = if x.agent == "a" { &x } else { &y };
+    let worker = if x.agent == "a" { "w1" } else { "w2" };
+    assert!(
+        store
+            .complete_task(&completion(a_first.id, worker, "done"), NOW + 1)
+            .await
+            .unwrap()
+    );
+    let next = store
+        .claim_task("w3", NOW + 1, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.agent, "a");
+    assert!(next.id.0 > a_first.id.0);
+}
+
 contract!(
+    agents_of_one_conversation_answer_in_parallel,
     tasks_of_one_conversation_run_one_at_a_time_in_order,
     a_task_not_yet_due_holds_back_its_conversation,
     a_task_whose_lease_expires_on_its_last_attempt_fails,
