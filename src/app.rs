@@ -93,6 +93,7 @@ impl App {
             talk_pollers: Arc::default(),
             email_trackers: Arc::default(),
             leases: Arc::default(),
+            health: crate::health::StoreHealth::default(),
         };
         if deps.settings.scheduler.enabled {
             Scheduler::new(deps.clone())
@@ -163,6 +164,7 @@ impl App {
     pub fn spawn_http_only(self) -> (SocketAddr, Deps) {
         let router = crate::http::router(self.deps.clone(), self.intake.clone());
         let cancel = self.deps.shutdown.clone();
+        tokio::spawn(crate::health::watch(self.deps.clone()));
         tokio::spawn(async move {
             let _ = axum::serve(self.listener, router)
                 .with_graceful_shutdown(async move { cancel.cancelled().await })
@@ -188,6 +190,7 @@ impl App {
             tracker.spawn(Worker::new(deps.clone(), format!("{instance}-w{n}")).run());
         }
         tracker.spawn(Outbox::new(deps.clone(), format!("{instance}-outbox")).run());
+        tracker.spawn(crate::health::watch(deps.clone()));
         // Pollers, mailboxes and the scheduler each run in one instance at a time (leases).
         let (store, shutdown) = (&deps.store, &deps.shutdown);
         if deps.settings.scheduler.enabled {

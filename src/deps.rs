@@ -38,6 +38,8 @@ pub struct Deps {
     pub talk_pollers: Arc<OnceLock<BTreeMap<String, Duty<Poller>>>>,
     /// The mailbox trackers by account, each a duty under its lease.
     pub email_trackers: Arc<OnceLock<BTreeMap<String, Duty<Tracker>>>>,
+    /// Whether the store takes writes (disk full, read-only database).
+    pub health: crate::health::StoreHealth,
     /// Every duty's lease state (pollers, mailboxes, the scheduler), for metrics.
     pub leases: Arc<Mutex<Vec<LeaseHandle>>>,
 }

@@ -185,10 +185,23 @@ fn channel_metrics(deps: &Deps) {
     operation_id = "readyz",
     responses(
         (status = 200, description = "`{\"status\": \"ready\"}`", body = Status),
-        (status = 503, description = "`store_unavailable`: the store is not reachable", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`: the store is not reachable; `store_unwritable`: its disk is full or the database is read-only (with `reason`)", body = ErrorBody),
     )
 )]
 async fn ready(State(deps): State<Deps>) -> impl IntoResponse {
+    if let Some(u) = deps.health.unwritable() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({"error": {
+                "code": "store_unwritable",
+                "message": format!(
+                    "the store cannot take writes ({}) since {}: {}; intake and work are paused until it can",
+                    u.reason, u.since.to_rfc3339(), u.message
+                ),
+                "reason": u.reason,
+            }})),
+        );
+    }
     match deps.store.ping().await {
         Ok(()) => (StatusCode::OK, axum::Json(json!({"status": "ready"}))),
         Err(e) => {

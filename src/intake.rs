@@ -128,6 +128,12 @@ impl Intake for IntakeService {
             return Err(IntakeError::ShuttingDown);
         }
         check(&event)?;
+        if let Some(u) = self.deps.health.unwritable() {
+            return Err(IntakeError::Unavailable(format!(
+                "the store cannot take writes ({}): {}; try again later",
+                u.reason, u.message
+            )));
+        }
         let tasks = match &event.kind {
             EventKind::Posted(m) if m.trigger => self.tasks_for(&event, m).await?,
             _ => Vec::new(),
@@ -137,7 +143,10 @@ impl Intake for IntakeService {
             .store
             .ingest_tasks(&event, &tasks, self.deps.clock.now_ms())
             .await
-            .map_err(|e| IntakeError::Unavailable(e.to_string()))?;
+            .map_err(|e| {
+                self.deps.health.observe(&e);
+                IntakeError::Unavailable(e.to_string())
+            })?;
         if receipt.task_id.is_some() && !receipt.duplicate {
             self.deps.task_ready.notify_one();
         }

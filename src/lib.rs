@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod domain;
 pub mod duty;
 pub mod email;
+pub mod health;
 pub mod http;
 pub mod intake;
 pub mod metrics;

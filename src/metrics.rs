@@ -70,6 +70,8 @@ pub struct Metrics {
     pub outbox_backlog: Gauge,
     pub poll_lag: Family<ChannelLabels, FloatGauge>,
     pub channel_up: Family<ChannelLabels, Gauge>,
+    /// 1 while the store takes writes, 0 while the disk is full or the database read-only.
+    pub store_writable: Gauge,
     /// 1 while this instance holds a duty's lease (drives that poller, mailbox or scheduler).
     pub lease_held: Family<LeaseLabels, Gauge>,
 }
@@ -155,6 +157,13 @@ impl Metrics {
             "1 while a polled channel reaches its peer, 0 while it backs off after errors",
             channel_up.clone(),
         );
+        let store_writable = Gauge::default();
+        store_writable.set(1);
+        r.register(
+            "store_writable",
+            "1 while the store takes writes, 0 while its disk is full or the database is read-only (intake and work pause)",
+            store_writable.clone(),
+        );
         let lease_held = Family::<LeaseLabels, Gauge>::default();
         r.register(
             "lease_held",
@@ -166,6 +175,7 @@ impl Metrics {
             poll_lag,
             channel_up,
             lease_held,
+            store_writable,
             tasks_finished,
             task_latency,
             brain_latency,

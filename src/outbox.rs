@@ -55,7 +55,13 @@ impl Outbox {
         let poll = self.deps.settings.outbox.poll_interval;
         loop {
             let ready = self.deps.delivery_ready.notified();
-            match self.run_once().await {
+            let once = if self.deps.health.unwritable().is_some() {
+                // A delivery could not be recorded: wait until the store takes writes again.
+                Ok(DeliverOnce::Empty)
+            } else {
+                self.run_once().await
+            };
+            match once {
                 Ok(DeliverOnce::Empty) => {}
                 Ok(_) => {
                     if cancel.is_cancelled() {
@@ -63,7 +69,10 @@ impl Outbox {
                     }
                     continue;
                 }
-                Err(e) => tracing::error!(error = %e, "delivery loop cannot reach the store"),
+                Err(e) => {
+                    self.deps.health.observe(&e);
+                    tracing::error!(error = %e, "delivery loop cannot reach the store");
+                }
             }
             tokio::select! {
                 _ = ready => {}

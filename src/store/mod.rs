@@ -29,6 +29,38 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+impl StoreError {
+    /// Why the store cannot take writes, when that is the error: the disk (or the database's
+    /// quota) is full, or the database is read-only. Such errors clear by themselves once an
+    /// operator frees space or makes the database writable; see `crate::health`.
+    pub fn unwritable(&self) -> Option<&'static str> {
+        let StoreError::Database(e) = self else {
+            return None;
+        };
+        match e {
+            sqlx::Error::Database(d) => {
+                let code = d.code()?;
+                match code.as_ref() {
+                    // PostgreSQL: disk_full, read_only_sql_transaction.
+                    "53100" => Some("disk_full"),
+                    "25006" => Some("read_only"),
+                    // SQLite result codes (extended ones keep the primary code in the low byte).
+                    other => match other.parse::<i32>().ok()? & 0xff {
+                        13 => Some("disk_full"),
+                        8 => Some("read_only"),
+                        _ => None,
+                    },
+                }
+            }
+            sqlx::Error::Io(io) if io.raw_os_error() == Some(28) => Some("disk_full"),
+            _ => None,
+        }
+    }
+}
+
+/// Bytes [`Store::probe_write`] writes: about the largest message intake takes.
+pub const PROBE_BYTES: usize = 128 * 1024;
+
 /// A held lease on a duty (see `crate::duty`): exactly one instance drives what it names.
 #[async_trait]
 pub trait DutyLease: Send {
@@ -54,6 +86,10 @@ impl DutyLease for SoleLease {
 pub trait Store: Send + Sync + 'static {
     /// Cheap round trip, for readiness.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// A write of [`PROBE_BYTES`] (the `ctxgate`/`#probe` cursor): whether the store takes
+    /// writes again after the disk was full or the database read-only.
+    async fn probe_write(&self, now: i64) -> StoreResult<()>;
 
     /// Takes the lease `name` (a Talk account, a mailbox, the scheduler) if no instance holds
     /// it; `None` while another does. A store serving a single process always grants it.

@@ -85,7 +85,10 @@ impl Worker {
             }
             // Register interest before looking, so a task enqueued meanwhile is not missed.
             let ready = self.deps.task_ready.notified();
-            let claimed = {
+            let claimed = if self.deps.health.unwritable().is_some() {
+                // Nothing could be recorded: wait until the store takes writes again.
+                Ok(RunOnce::Empty)
+            } else {
                 let work = self.run_once();
                 tokio::pin!(work);
                 tokio::select! {
@@ -104,7 +107,10 @@ impl Worker {
             match claimed {
                 Ok(RunOnce::Processed { .. }) => continue,
                 Ok(RunOnce::Empty) => {}
-                Err(e) => tracing::error!(error = %e, "worker cannot reach the store"),
+                Err(e) => {
+                    self.deps.health.observe(&e);
+                    tracing::error!(error = %e, "worker cannot reach the store");
+                }
             }
             tokio::select! {
                 _ = ready => {}

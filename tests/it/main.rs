@@ -15,6 +15,7 @@ mod openapi;
 mod scheduler;
 mod store;
 mod store_contract;
+mod store_health;
 mod talk;
 mod webhook;
 mod worker;

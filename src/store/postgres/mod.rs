@@ -157,6 +157,24 @@ impl Store for PgStore {
         Ok(())
     }
 
+    async fn probe_write(&self, now: i64) -> StoreResult<()> {
+        // As large as the largest message intake takes, so a nearly full disk that still
+        // takes tiny writes does not pass for one that takes work again; then made small.
+        for value in ["#".repeat(PROBE_BYTES), now.to_string()] {
+            sqlx::query(
+                "INSERT INTO cursors (channel, scope, value, updated_at)
+                 VALUES ('ctxgate', '#probe', $1, $2)
+                 ON CONFLICT (channel, scope) DO UPDATE SET value = excluded.value,
+                     updated_at = excluded.updated_at",
+            )
+            .bind(value)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        }
+        Ok(())
+    }
+
     async fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn DutyLease>>> {
         Ok(Lease::try_acquire(&self.options, name)
             .await?

@@ -26,9 +26,38 @@ pub struct SqliteStore {
     write: SqlitePool,
     read: SqlitePool,
     ingest_queue: intake::IngestQueue,
+    /// The folder of the database file (`None` in memory): its free space decides when a
+    /// full disk counts as writable again.
+    folder: Option<std::path::PathBuf>,
 }
 
+/// After the disk was full, the store counts as writable again only with this much free space
+/// on the database's filesystem, so that it does not flap between full and not.
+const MIN_FREE_BYTES: u64 = 16 * 1024 * 1024;
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// Whether the write connection is fit to be used again: outside any transaction, both in
+/// sqlx's count and in SQLite's. A failed COMMIT (a full disk, an I/O error) may have rolled the
+/// transaction back in SQLite already; sqlx's own ROLLBACK then fails and its count stays at one,
+/// so the next `begin` would open a savepoint whose release commits nothing — later writes would
+/// be acknowledged yet never reach the file. Such a connection is closed (SQLite rolls back
+/// whatever it still holds) and the pool opens a fresh one.
+async fn clean(conn: &mut sqlx::SqliteConnection) -> bool {
+    use sqlx::{Connection, Executor};
+    if conn.is_in_transaction() {
+        tracing::warn!("closing the SQLite write connection: a transaction was left open");
+        return false;
+    }
+    // BEGIN fails inside a transaction SQLite holds but sqlx does not know about.
+    match conn.execute("BEGIN").await {
+        Ok(_) => conn.execute("ROLLBACK").await.is_ok(),
+        Err(e) => {
+            tracing::warn!(error = %e, "closing the SQLite write connection: a transaction was left open");
+            false
+        }
+    }
+}
 
 impl SqliteStore {
     /// Opens (creating if missing) the database named by `settings.url`. Does not migrate.
@@ -55,9 +84,15 @@ impl SqliteStore {
                 ingest_queue: intake::spawn_writer(pool.clone()),
                 write: pool.clone(),
                 read: pool,
+                folder: None,
             });
         }
-        if let Some(parent) = Path::new(options.get_filename()).parent()
+        let file = Path::new(options.get_filename());
+        let folder = match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        if let Some(parent) = file.parent()
             && !parent.as_os_str().is_empty()
         {
             std::fs::create_dir_all(parent).map_err(|e| {
@@ -70,6 +105,7 @@ impl SqliteStore {
         options = options.journal_mode(SqliteJournalMode::Wal);
         let write = SqlitePoolOptions::new()
             .max_connections(1)
+            .after_release(|conn, _| Box::pin(async move { Ok(clean(conn).await) }))
             .connect_with(options.clone())
             .await?;
         let read = SqlitePoolOptions::new()
@@ -80,6 +116,7 @@ impl SqliteStore {
             ingest_queue: intake::spawn_writer(write.clone()),
             write,
             read,
+            folder: Some(folder),
         })
     }
 
@@ -117,6 +154,34 @@ async fn applied(pool: &SqlitePool) -> usize {
 impl Store for SqliteStore {
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.read).await?;
+        Ok(())
+    }
+
+    async fn probe_write(&self, now: i64) -> StoreResult<()> {
+        if let Some(folder) = &self.folder
+            && let Ok(fs) = rustix::fs::statvfs(folder)
+        {
+            let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+            if free < MIN_FREE_BYTES {
+                return Err(StoreError::Database(sqlx::Error::Io(
+                    std::io::Error::from_raw_os_error(28),
+                )));
+            }
+        }
+        // As large as the largest message intake takes, so a nearly full disk that still
+        // takes tiny writes does not pass for one that takes work again; then made small.
+        for value in ["#".repeat(PROBE_BYTES), now.to_string()] {
+            sqlx::query(
+                "INSERT INTO cursors (channel, scope, value, updated_at)
+                 VALUES ('ctxgate', '#probe', ?1, ?2)
+                 ON CONFLICT (channel, scope) DO UPDATE SET value = excluded.value,
+                     updated_at = excluded.updated_at",
+            )
+            .bind(value)
+            .bind(now)
+            .execute(&self.write)
+            .await?;
+        }
         Ok(())
     }
 
