@@ -6,6 +6,7 @@ mod brains;
 mod cli;
 pub mod context;
 mod context_props;
+mod crash;
 mod docs;
 mod email;
 mod helpers;

@@ -280,10 +280,17 @@ impl Poller {
                 }
                 let state = map.entry(room.token.clone()).or_default();
                 let first_sight = state.room.is_none() || state.left;
-                let newer = state
-                    .room
-                    .as_ref()
-                    .is_none_or(|known| room.last_activity > known.last_activity);
+                // `lastActivity` has a one-second resolution: a message in the same second as
+                // the last known activity does not make it newer, but its id passes the cursor.
+                let unread = room
+                    .last_message_id()
+                    .zip(state.cursor)
+                    .is_some_and(|(id, cursor)| id > cursor);
+                let newer = unread
+                    || state
+                        .room
+                        .as_ref()
+                        .is_none_or(|known| room.last_activity > known.last_activity);
                 let active = room.last_activity >= active_since;
                 state.left = false;
                 let token = room.token.clone();
