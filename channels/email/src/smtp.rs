@@ -98,7 +98,7 @@ impl OutgoingMail {
     pub fn to_message(&self) -> Result<lettre::Message, SmtpError> {
         let mut builder = lettre::Message::builder()
             .from(lettre_mailbox(&self.from)?)
-            .subject(self.subject.as_str())
+            .subject(header_text(&self.subject))
             .message_id(Some(self.message_id.to_string()))
             .date_now()
             .header(AutoSubmittedHeader(self.auto_submitted));
@@ -227,7 +227,18 @@ fn lettre_mailbox(mailbox: &Mailbox) -> Result<lettre::message::Mailbox, SmtpErr
             address: address.to_owned(),
             detail: e.to_string(),
         })?;
-    Ok(lettre::message::Mailbox::new(mailbox.name.clone(), parsed))
+    let name = mailbox.name.as_deref().map(header_text);
+    Ok(lettre::message::Mailbox::new(name, parsed))
+}
+
+/// A subject or display name fit for a header: every control character (CR, LF, NUL, ESC, ...)
+/// becomes a space. What comes from a message, the store or the configuration then can neither
+/// end a header line nor decode into a line break at the recipient, and lettre (which fails to
+/// format a mailbox whose name holds CR or LF) always gets text it can write.
+fn header_text(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// The `Auto-Submitted` header for lettre's builder.
