@@ -5,7 +5,8 @@ Writes OUTDIR/history.jsonl, OUTDIR/queries.jsonl, OUTDIR/evidence.json,
 OUTDIR/categories.json and OUTDIR/answers.json. See README.md in this directory.
 
 Everything is derived from --seed; the same arguments always give byte-identical files.
-Standard library only.
+--style natural asks the same questions in natural paraphrases (the history, evidence and
+categories stay the same). Standard library only.
 """
 
 from __future__ import annotations
@@ -2372,12 +2373,221 @@ Q_SUFFIX = [
 ]
 
 
+# --------------------------------------------------------------------------------------------
+# The natural question style (--style natural): the same facts and history, but each question
+# is one of several paraphrases a person might write instead of the template: synonyms
+# ("vehicle" for "car"), other word forms ("allergy" for "allergic"), indirect references ("the
+# place I go three mornings a week"), and time named in other ways ("back in March", "eight
+# months ago"). Written without looking at which words the engine matches; some share no
+# content word with the evidence at all, as happens in real chats.
+# --------------------------------------------------------------------------------------------
+
+NATURAL_QUESTIONS: dict[str, list[str]] = {
+    # single
+    "What does my {rel} do for work these days?": [
+        "What's my {rel}'s new job again?", "Where did my {rel} get hired, and doing what?",
+        "Remind me what my {rel} is working as now."],
+    "What car did I end up getting?": [
+        "Which vehicle did I buy when I traded in the hatchback?", "What's the make of my new car?",
+        "What am I driving since I bought something new?"],
+    "What did the doctor find out I'm allergic to?": [
+        "What did my allergy test show?", "Which food am I not supposed to eat because of my allergy?",
+        "What did the tests say I react badly to?"],
+    "How long does my ride to the office take?": [
+        "How many minutes is my cycle to work?", "How long is my bike commute?",
+        "What's my commute time now that I cycle in?"],
+    "Which dish reminds me of my grandmother?": [
+        "What did my gran cook for us on Sundays?", "What's the comfort food from my childhood I keep craving?",
+        "Which of my grandma's recipes do I miss?"],
+    "What instrument am I learning to play?": [
+        "What are my Thursday evening lessons for?", "Which instrument did I sign up to learn?",
+        "What music lessons am I taking?"],
+    "What's the name of the gym I joined?": [
+        "Where do I work out before work?", "Which gym did I sign up with?",
+        "What's the place I go to three mornings a week called?"],
+    "When is my {rel}'s birthday?": [
+        "What date is my {rel}'s birthday?", "When should I send my {rel} a card?",
+        "Which day must I not forget for my {rel}?"],
+    "What is my book club reading at the moment?": [
+        "What's the current book club pick?", "Which novel did the book club choose?",
+        "What's the huge book we're reading for book club?"],
+    "Which language have I been studying?": [
+        "What language am I practising on that app?", "Which language am I learning every morning?",
+        "What am I doing language lessons in?"],
+    "Which neighbourhood is our new flat in?": [
+        "Where's the flat we signed the lease on?", "What area are we moving to?",
+        "Which part of town is our new place in?"],
+    "Which company am I joining?": [
+        "Who did I accept the job offer from?", "Where's my new job?",
+        "What's the name of my next employer?"],
+    "How fast did I do the half marathon?": [
+        "What was my half marathon time?", "How long did the half take me?",
+        "What was my finishing time in the race on Sunday, the half?"],
+    "What do I usually order at the cafe?": [
+        "What's my regular coffee order?", "What does the barista make for me when I walk in?",
+        "What's my usual drink at the coffee shop?"],
+    "What was the first houseplant I bought?": [
+        "Which plant did I get for the living room?", "What was my first plant?",
+        "What kind of houseplant do I have?"],
+    "Where is my {rel}'s wedding going to be?": [
+        "Where is my {rel} getting married?", "Which city do we have to fly to for the wedding?",
+        "Where's the wedding we're all flying out for?"],
+    "Which team have I supported since I was little?": [
+        "Which club do I support?", "Who's my football team?",
+        "What team did my dad take me to see as a kid?"],
+    "What diet am I following?": [
+        "What eating plan did the dietitian suggest?", "Which diet am I trying?",
+        "What am I doing food-wise for the next few months?"],
+    "Which phone did I end up buying?": [
+        "What's my new phone?", "Which handset did I go with?", "What model of mobile did I get?"],
+    "Where are we going for our anniversary?": [
+        "Where did we book for the anniversary trip?", "Where are we spending our anniversary?",
+        "What's the getaway we booked to celebrate our anniversary?"],
+    "What hobby did I take up?": [
+        "What's the new thing I do at weekends?", "Which hobby am I obsessed with lately?",
+        "What have I been doing on weekends for fun?"],
+    "How did I hurt my {part}?": [
+        "What happened to my {part}?", "How did I injure my {part}?",
+        "What sport was I playing when I sprained something?"],
+    "Which movie do I rewatch every winter?": [
+        "What's my all-time favourite film?", "Which film do I watch again each year?",
+        "What's the film I can't go a winter without?"],
+    "Where do I volunteer?": [
+        "Where do I help out on Saturday mornings?", "Which charity do I do volunteering for?",
+        "Where do I give my time for free?"],
+    "Which town did I grow up in?": [
+        "Where am I from originally?", "What's my hometown?", "Which small town was I raised in?"],
+    # knowledge updates
+    "Where does my {rel} live now?": [
+        "Which city is my {rel} in these days?", "Where did my {rel} relocate to?",
+        "Where has my {rel} moved to?"],
+    "What's my job title at the moment?": [
+        "What's my current role at work after the promotions?", "What's my position called now?",
+        "What was I promoted to?"],
+    "What is the longest run I've done?": [
+        "What's my furthest distance running?", "How many km was my longest ever run?",
+        "What's my distance record for a run?"],
+    "How much rent do we pay?": [
+        "What does the flat cost us every month?", "How much is our rent after the increase?",
+        "What do we pay the landlord monthly?"],
+    "What's my reading goal?": [
+        "How many books am I aiming to read this year?", "What's my target for books this year?",
+        "How many books did I set out to read?"],
+    "What time do I go to bed these days?": [
+        "What's my bedtime now?", "When am I trying to be asleep by?",
+        "What time did I decide to go to sleep?"],
+    "Which gym membership do I have?": [
+        "What plan am I on at the gym?", "Which membership type did I switch to?",
+        "What kind of gym pass do I have?"],
+    "Who is my manager?": [
+        "Who's my boss now?", "Who do I report to after the reorg?", "Who manages me these days?"],
+    "What car do I drive?": [
+        "What am I driving at the moment?", "What's my car now?",
+        "Did I replace dad's old car, and with what?"],
+    "How many coffees do I have per day?": [
+        "How much coffee am I drinking daily?", "How many cups of coffee a day am I on?",
+        "What's my caffeine intake like these days?"],
+    # multi-session
+    "How many pets do I have?": [
+        "How many animals live with us?", "What are my pets called?",
+        "List all the animals we've adopted."],
+    "Which countries have I taken trips to?": [
+        "Where have I travelled abroad?", "Which countries did I visit?",
+        "What trips have I been on?"],
+    "Which bands have I seen live?": [
+        "What concerts have I been to?", "Which gigs have I gone to?",
+        "What bands did I see perform?"],
+    "How much have I spent on bike repairs in total?": [
+        "What has the bike shop charged me altogether?", "How much did fixing my bicycle cost overall?",
+        "What's the total I've paid to get my bike sorted?"],
+    "Which books have I finished recently?": [
+        "What have I read lately?", "Which novels did I get through?",
+        "What books did I finish reading?"],
+    "How many races have I done?": [
+        "Which races have I run?", "How many running events have I taken part in?",
+        "What races did I do on Sundays?"],
+    "Who has come to stay with me?": [
+        "Who has used our spare room?", "Which relatives stayed with us for a weekend?",
+        "Who visited and stayed over?"],
+    "Which online courses am I taking?": [
+        "What am I studying in the evenings?", "Which courses did I sign up for?",
+        "What online classes am I doing?"],
+    "What furniture have we bought?": [
+        "What did we order for the flat?", "Which pieces of furniture are we getting?",
+        "What have we ordered for the place?"],
+    "How much have I saved for the holiday so far?": [
+        "What's in the holiday savings pot?", "How much money have I put aside for the trip?",
+        "How much have I put towards our holiday?"],
+    # temporal ({when}: the month named in one of several ways)
+    "What recipe did I try in {month}?": [
+        "What new dish did I cook {when}?", "Which recipe did I make {when}?",
+        "What did I try cooking {when}?"],
+    "Which restaurant did we go to in {month}?": [
+        "Where did we eat out {when}?", "Which place did we have dinner at {when}?",
+        "What restaurant did we try {when}?"],
+    "What did I see at the cinema in {month}?": [
+        "Which film did I watch at the cinema {when}?", "What movie did I go to see {when}?",
+        "What did I catch at the pictures {when}?"],
+    "Where did I go hiking in {month}?": [
+        "Which trail did I hike {when}?", "Where did I go walking {when}?",
+        "What hike did I do {when}?"],
+    "What did I splurge on in {month}?": [
+        "What did I treat myself to {when}?", "What expensive thing did I buy {when}?",
+        "What did I splash out on {when}?"],
+    "Which exhibition did I visit in {month}?": [
+        "What exhibit did I see {when}?", "Which museum show did I go to {when}?",
+        "What exhibition was it I went to {when}?"],
+    "What did I cook for the dinner party in {month}?": [
+        "What did I serve when I had friends over for dinner {when}?",
+        "What was on the menu at my dinner party {when}?",
+        "What did I make for the dinner I hosted {when}?"],
+    "Which match did I go to in {month}?": [
+        "Which game did I watch at the stadium {when}?", "What football match did I attend {when}?",
+        "Who was playing at the match I went to {when}?"],
+}
+
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                "eleven", "twelve"]
+
+
+def _template_regex(template: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", template)
+    rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+    return re.compile(rx)
+
+
+NATURAL_RX = [(_template_regex(t), alts) for t, alts in NATURAL_QUESTIONS.items()]
+
+
+def natural_question(rng: random.Random, question: str) -> str:
+    """One of the paraphrases of a (formatted) template question."""
+    for rx, alts in NATURAL_RX:
+        m = rx.fullmatch(question)
+        if not m:
+            continue
+        slots = m.groupdict()
+        alt = rng.choice(alts)
+        if "month" in slots:
+            month = MONTHS.index(slots["month"]) + 1
+            # Months back from the question to the most recent such month before it.
+            back = (QUERY_TIME.month - month) % 12 or 12
+            ago = NUMBER_WORDS[back] if back < len(NUMBER_WORDS) else str(back)
+            slots["when"] = rng.choice([
+                f"in {slots['month']}", f"back in {slots['month']}", f"last {slots['month']}",
+                f"{ago} months ago" if back > 1 else f"in {slots['month']}",
+            ])
+        return cap(alt.format(**slots))
+    raise ValueError(f"no natural paraphrase for {question!r}")
+
+
 def fmt_ts(t: dt.datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def generate_conversation(seed: int, ci: int):
+def generate_conversation(seed: int, ci: int, style: str = "templated"):
     rng = random.Random(f"ctxgate-recall-{seed}-{ci}")
+    # Its own generator, so the templated style stays byte-identical whatever this one draws.
+    nrng = random.Random(f"ctxgate-recall-natural-{seed}-{ci}")
     conv = f"c{ci:02d}"
     n_sessions = rng.randint(38, 42)
     dates = session_dates(rng, n_sessions)
@@ -2464,7 +2674,7 @@ def generate_conversation(seed: int, ci: int):
         qid = f"{conv}-q{qi:02d}"
         ids = [evidence_ids[(fi, si)] for si, (_, _, ev) in enumerate(f["slots"]) if ev]
         assert ids, f
-        text = f["question"]
+        text = f["question"] if style == "templated" else natural_question(nrng, f["question"])
         # Half the questions come wrapped in chat noise, as real incoming messages do (no time
         # words, which would change what a temporal question asks about).
         if rng.random() < 0.5:
@@ -2512,11 +2722,13 @@ def main() -> int:
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--conversations", type=int, default=12)
+    ap.add_argument("--style", choices=["templated", "natural"], default="templated",
+                    help="questions as templates (default) or as natural paraphrases")
     args = ap.parse_args()
 
     all_msgs, all_q, evidence, categories, answers = [], [], {}, {}, {}
     for ci in range(args.conversations):
-        m, q, e, c, a = generate_conversation(args.seed, ci)
+        m, q, e, c, a = generate_conversation(args.seed, ci, args.style)
         all_msgs.extend(m)
         all_q.extend(q)
         evidence.update(e)

@@ -13,7 +13,7 @@ pub mod recall;
 pub mod render;
 pub mod triage;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
@@ -495,8 +495,9 @@ enum Entry {
 
 impl ContextEngine {
     /// Fills `budget` tokens: protected items first (even over budget), then triage's choices in
-    /// order, then the rest of the candidates and the archive matches by relevance (newer first
-    /// among equals), then neighbours of the recalled matches while room is left.
+    /// order, then — ranked together by relevance to the message (newer first among equals) —
+    /// the candidates nobody judged (triage failed open or was absent) and the archive matches,
+    /// then neighbours of the recalled matches while room is left.
     async fn fit(
         &self,
         items: Vec<Item>,
@@ -514,12 +515,13 @@ impl ContextEngine {
                     .map(|i| i.message.id),
             )
             .collect();
-        let terms = recall.map(|r| r.terms()).unwrap_or_default();
+        let query = recall.map(|r| r.query()).unwrap_or_default();
+        let terms = query.terms();
         let matches = match recall {
-            Some(r) => r.matches(&terms).await?,
+            Some(r) => r.matches(&query).await?,
             None => Vec::new(),
         };
-        let score: std::collections::HashMap<MessageId, f64> =
+        let score: HashMap<MessageId, f64> =
             matches.iter().map(|m| (m.message.id, m.score)).collect();
         let mut taken: HashSet<MessageId> = items
             .iter()
@@ -533,7 +535,6 @@ impl ContextEngine {
             rest.into_iter().partition(|i| i.reason == Reason::Relevant);
         // When not all of triage's choices fit, the newer ones stay.
         chosen.reverse();
-        let window_ids: HashSet<MessageId> = pool.iter().map(|i| i.message.id).collect();
         // Archive matches: beyond the lookback window only, never a message already decided on.
         // They are rendered (and their tokens counted) only when their turn to be placed comes.
         let mut entries: Vec<(f64, MessageId, Entry)> = pool
@@ -555,24 +556,34 @@ impl ContextEngine {
         let mut used: usize = keep.iter().map(|i| i.tokens).sum();
         let mut placed = keep;
         let mut dropped = Vec::new();
-        let ordered = chosen
-            .into_iter()
-            .map(Entry::Ready)
-            .chain(entries.into_iter().map(|(_, _, e)| e));
-        for entry in ordered {
+        for item in chosen {
+            if used + item.tokens <= budget {
+                used += item.tokens;
+                placed.push(item);
+            } else {
+                dropped.push(item.message.id);
+            }
+        }
+        // Archive matches are cut to snippets small enough for several of them to fit.
+        let cap = snippet_cap(settings, budget.saturating_sub(used));
+        let mut texts: HashSet<String> = placed.iter().map(|i| same_text(&i.message)).collect();
+        for (_, _, entry) in entries {
             let item = match entry {
                 Entry::Ready(item) => item,
                 // Not worth rendering once the budget is as good as full.
                 Entry::Archive(_) if budget.saturating_sub(used) < MIN_ROOM => continue,
+                // A repetition of what is already in the context adds nothing.
+                Entry::Archive(m) if texts.contains(&same_text(&m)) => continue,
                 Entry::Archive(m) => match recall {
-                    Some(r) => r.item(m, &terms),
+                    Some(r) => r.item(m, &terms, cap),
                     None => continue,
                 },
             };
             if used + item.tokens <= budget {
                 used += item.tokens;
+                texts.insert(same_text(&item.message));
                 placed.push(item);
-            } else if window_ids.contains(&item.message.id) || item.reason == Reason::Relevant {
+            } else if item.reason != Reason::Archive {
                 dropped.push(item.message.id);
             }
         }
@@ -589,13 +600,12 @@ impl ContextEngine {
                     break;
                 }
                 for n in recall.neighbours(id).await? {
-                    if taken.contains(&n.id) {
+                    if !taken.insert(n.id) {
                         continue;
                     }
-                    let item = recall.item(n, &terms);
+                    let item = recall.item(n, &terms, cap);
                     if used + item.tokens <= budget {
                         used += item.tokens;
-                        taken.insert(item.message.id);
                         placed.push(item);
                     }
                 }
@@ -609,6 +619,33 @@ impl ContextEngine {
     }
 }
 
+/// Archive matches are cut to snippets small enough for about this many of them to share the
+/// room left after the selection: under a tight budget more distinct matches beat longer ones.
+const SNIPPETS_PER_ROOM: usize = 40;
+
+/// Snippets are never cut shorter than this many tokens (about a sentence).
+const MIN_SNIPPET: usize = 24;
+
+/// The snippet size for archive matches: `archive_snippet_tokens`, lowered so that `room` holds
+/// about `SNIPPETS_PER_ROOM` matches, never below `MIN_SNIPPET` (0 = never cut).
+fn snippet_cap(settings: &ConversationSettings, room: usize) -> usize {
+    let max = settings.archive_snippet_tokens;
+    if max == 0 {
+        return 0;
+    }
+    max.min((room / SNIPPETS_PER_ROOM).max(MIN_SNIPPET))
+}
+
+/// A message's text reduced to its words, to spot repetitions.
+fn same_text(m: &MessageRecord) -> String {
+    m.text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Ids of the newest `n` candidates (the guaranteed recent ones, briefings among them).
 fn newest_recent(items: &[Item], n: usize) -> impl Iterator<Item = MessageId> + '_ {
     items
@@ -617,4 +654,27 @@ fn newest_recent(items: &[Item], n: usize) -> impl Iterator<Item = MessageId> + 
         .filter(|i| matches!(i.reason, Reason::Recent | Reason::Briefing))
         .take(n)
         .map(|i| i.message.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_shrink_so_that_a_tight_budget_holds_more_matches() {
+        let settings = ConversationSettings::default();
+        assert_eq!(settings.archive_snippet_tokens, 200);
+        // Plenty of room: the configured size.
+        assert_eq!(snippet_cap(&settings, 100_000), 200);
+        // 2,000 tokens of room: about 40 matches of 50 tokens.
+        assert_eq!(snippet_cap(&settings, 2_000), 50);
+        // Very little room: never below about a sentence.
+        assert_eq!(snippet_cap(&settings, 100), MIN_SNIPPET);
+        // 0 = never cut, whatever the room.
+        let never = ConversationSettings {
+            archive_snippet_tokens: 0,
+            ..settings
+        };
+        assert_eq!(snippet_cap(&never, 100), 0);
+    }
 }

@@ -1,15 +1,19 @@
-//! Archive recall: ranks the conversation's messages beyond the lookback for relevance to the
-//! incoming message (full-text BM25 from the store's index, no LLM), re-scores the matches with
-//! what the words alone miss (the time the message asks about, who it names), brings each
-//! match's neighbouring turns along, and fills the remaining token budget.
+//! Archive recall: ranks the conversation's messages for relevance to the incoming message,
+//! offline and with no LLM. Full-text BM25 from the store's index, with the question's own words
+//! weighing more than the chat around it and other forms of its words less; re-scored with what
+//! the words alone miss (the time the message asks about, who it names, who wrote the match);
+//! messages from the time asked about compete even without a shared word. The same scores rank
+//! the lookback candidates nobody judged against the archive (see `fit` in the parent module).
+//! Long matches are cut to snippets around the words they share with the message.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::budget::TokenCounter;
 use super::{Item, Reason, dates, render};
 use crate::config::ConversationSettings;
 use crate::domain::{ConversationId, MessageId};
 use crate::store::{Bound, MessageRecord, Store, StoreResult};
+use ctxgate_contract::Role;
 
 const STOPWORDS: &[&str] = &[
     "a",
@@ -172,10 +176,53 @@ const STOPWORDS: &[&str] = &[
     "yeah",
     "last",
     "ago",
+    // What is left of contractions once the apostrophe splits them ("we've", "didn't").
+    "re",
+    "ve",
+    "ll",
+    "don",
+    "didn",
+    "doesn",
+    "isn",
+    "wasn",
+    "aren",
+    "weren",
+    "haven",
+    "hasn",
+    "hadn",
+    "won",
+    "wouldn",
+    "couldn",
+    "shouldn",
 ];
 
 /// Most query terms used (the longest, i.e. the most specific, win).
 const MAX_TERMS: usize = 24;
+
+/// What the words around a question ("Quick one before my meeting: …") weigh against the
+/// question's own words.
+const CONTEXT_WEIGHT: f64 = 0.3;
+
+/// Other forms of the query's words (the first `PREFIX_LEN` letters of a word's stem:
+/// "allergy" also finds "allergic") count with this weight, beside the index's own stemming.
+const PREFIX_WEIGHT: f64 = 0.3;
+const PREFIX_LEN: usize = 6;
+
+/// Matches from the time the message asks about count this many times.
+const TIME_BOOST: f64 = 2.0;
+
+/// Messages from the time the message asks about that match none of its words still compete,
+/// at this share of the best match's score ("what did I do last weekend?"); at most
+/// `TIME_FILL_LIMIT` of them, the latest of the period.
+const TIME_FILL: f64 = 0.4;
+const TIME_FILL_LIMIT: usize = 60;
+
+/// Matches from a speaker the message names count this many times.
+const SPEAKER_BOOST: f64 = 1.2;
+
+/// What people wrote weighs this many times what the bot answered: facts about a person are
+/// stated by that person, and the bot's answers restate them at more length.
+const USER_WEIGHT: f64 = 1.2;
 
 /// The words of `text` worth searching for, lowercased and without stopwords.
 pub fn terms(text: &str) -> Vec<String> {
@@ -193,6 +240,50 @@ pub fn terms(text: &str) -> Vec<String> {
     out
 }
 
+/// A light English stemmer (plurals, -ing, -ed, -ly, a final e, doubled consonants), to tell
+/// which words of a message are query words (snippets) and to find other forms of a query word
+/// (prefix search). Both sides of a comparison go through this one.
+pub fn stem(word: &str) -> String {
+    let w = word.to_lowercase();
+    let n = w.chars().count();
+    // `suffix` off the end, if at least `keep` characters remain.
+    let strip = |suffix: &str, keep: usize| -> Option<String> {
+        (w.ends_with(suffix) && n >= suffix.chars().count() + keep)
+            .then(|| w[..w.len() - suffix.len()].to_owned())
+    };
+    let mut s = if let Some(s) = strip("ies", 2) {
+        s + "y"
+    } else if let Some(s) = strip("sses", 1) {
+        s + "ss"
+    } else if let Some(s) = strip("ing", 3)
+        .or_else(|| strip("ed", 3))
+        .or_else(|| strip("ly", 3))
+    {
+        s
+    } else if let Some(s) = ["ches", "shes", "xes", "zes"]
+        .iter()
+        .find_map(|suffix| strip(suffix, 2).map(|s| s + &suffix[..suffix.len() - 2]))
+    {
+        s
+    } else if !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+        strip("s", 2).unwrap_or_else(|| w.clone())
+    } else {
+        w.clone()
+    };
+    if s.chars().count() > 3 && s.ends_with('e') {
+        s.pop();
+    }
+    let b = s.as_bytes();
+    if b.len() > 3
+        && b[b.len() - 1] == b[b.len() - 2]
+        && b[b.len() - 1].is_ascii_alphabetic()
+        && !matches!(b[b.len() - 1], b'l' | b's' | b'z')
+    {
+        s.pop();
+    }
+    s
+}
+
 /// An FTS5 query matching any of the terms (each quoted, so no operator can be injected).
 pub fn fts_query(terms: &[String]) -> Option<String> {
     (!terms.is_empty()).then(|| {
@@ -202,6 +293,93 @@ pub fn fts_query(terms: &[String]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" OR ")
     })
+}
+
+/// An FTS5 query matching any word that starts like one of the terms' stems (ASCII words of at
+/// least `PREFIX_LEN` letters only: shorter prefixes match too much).
+pub fn prefix_query(terms: &[String]) -> Option<String> {
+    let mut seen = HashSet::new();
+    let prefixes: Vec<String> = terms
+        .iter()
+        .map(|t| stem(t))
+        .filter(|s| s.len() >= PREFIX_LEN && s.chars().all(|c| c.is_ascii_alphabetic()))
+        .map(|s| s[..PREFIX_LEN].to_owned())
+        .filter(|p| seen.insert(p.clone()))
+        .map(|p| format!("\"{p}\" *"))
+        .collect();
+    (!prefixes.is_empty()).then(|| prefixes.join(" OR "))
+}
+
+/// The incoming message, analysed for the search.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// The words of what the message asks (its questions; all of it when it asks nothing).
+    pub focus: Vec<String>,
+    /// The words around the question, weighted lower.
+    pub context: Vec<String>,
+    /// Every word of the message, lowercased (names of speakers are looked up here).
+    words: HashSet<String>,
+    /// The time the message asks about, if it names one.
+    pub window: Option<(i64, i64)>,
+}
+
+impl Query {
+    pub fn new(text: &str, at_ms: i64) -> Self {
+        let all = terms(text);
+        // Sentences (a colon ends the preamble of a question too); those ending in '?' are
+        // what is asked.
+        let mut questions = String::new();
+        let mut sentence = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            sentence.push(c);
+            let end = match c {
+                '.' | '!' | '?' | '\n' => true,
+                ':' | ';' => chars.peek().is_none_or(|n| n.is_whitespace()),
+                _ => false,
+            };
+            if end {
+                if c == '?' {
+                    questions.push_str(&sentence);
+                    questions.push(' ');
+                }
+                sentence.clear();
+            }
+        }
+        let asked = terms(&questions);
+        let (focus, context) = if asked.is_empty() || asked.len() == all.len() {
+            (all, Vec::new())
+        } else {
+            let context = all.iter().filter(|t| !asked.contains(t)).cloned().collect();
+            (asked, context)
+        };
+        Self {
+            focus,
+            context,
+            words: text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect(),
+            window: dates::window(text, at_ms),
+        }
+    }
+
+    /// Every search term, the asked ones first.
+    pub fn terms(&self) -> Vec<String> {
+        self.focus.iter().chain(&self.context).cloned().collect()
+    }
+
+    /// Whether the message names `speaker` (every word of the name, as whole words).
+    fn names(&self, speaker: &str) -> bool {
+        let parts: Vec<String> = speaker
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        parts.iter().map(|p| p.chars().count()).sum::<usize>() >= 3
+            && parts.iter().all(|p| self.words.contains(p))
+    }
 }
 
 pub struct Recall<'a> {
@@ -218,55 +396,120 @@ pub struct Recall<'a> {
     pub incoming: &'a super::Incoming,
 }
 
-/// A scored full-text match.
+/// A scored match.
 pub struct Match {
     pub score: f64,
     pub message: MessageRecord,
 }
 
+/// Best first; the newer first among equals.
+fn by_score(matches: &mut [Match]) {
+    matches.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.message.id.cmp(&a.message.id))
+    });
+}
+
 impl Recall<'_> {
-    /// The query's search terms.
-    pub fn terms(&self) -> Vec<String> {
-        terms(self.text)
+    /// The incoming message analysed for the search.
+    pub fn query(&self) -> Query {
+        Query::new(self.text, self.at_ms)
     }
 
-    /// Full-text matches in the conversation, best first: BM25 from the store's index, doubled
-    /// for messages from the time the text asks about, raised when the text names the speaker.
-    pub async fn matches(&self, terms: &[String]) -> StoreResult<Vec<Match>> {
-        let Some(query) = fts_query(terms) else {
-            return Ok(Vec::new());
+    /// Adds `weight` times the full-text score of each hit of `fts` to `hits`.
+    async fn search(
+        &self,
+        fts: Option<String>,
+        weight: f64,
+        hits: &mut HashMap<MessageId, (f64, MessageRecord)>,
+    ) -> StoreResult<()> {
+        let Some(fts) = fts else {
+            return Ok(());
         };
-        let hits = self
+        let found = self
             .store
             .archive_search(
                 self.conversation,
-                &query,
+                &fts,
                 self.bound,
                 self.settings.archive_candidates,
             )
             .await?;
-        let window = dates::window(self.text, self.at_ms);
-        let lower_text = self.text.to_lowercase();
+        for h in found {
+            if eligible(&h.message) && self.incoming.may_see(&h.message) {
+                hits.entry(h.message.id)
+                    .and_modify(|e| e.0 += weight * h.score)
+                    .or_insert((weight * h.score, h.message));
+            }
+        }
+        Ok(())
+    }
+
+    /// Matches in the conversation, best first. The score is BM25 from the store's index: the
+    /// question's words in full, the words around it and other forms of the words at a lower
+    /// weight. It is raised for messages from the time the message asks about, from a speaker
+    /// it names, and for what people (not the bot) wrote. Messages from the time asked about
+    /// that share no word with it join at a share of the best score.
+    pub async fn matches(&self, query: &Query) -> StoreResult<Vec<Match>> {
+        let mut hits = HashMap::new();
+        self.search(fts_query(&query.focus), 1.0, &mut hits).await?;
+        self.search(fts_query(&query.context), CONTEXT_WEIGHT, &mut hits)
+            .await?;
+        if !hits.is_empty() {
+            self.search(prefix_query(&query.terms()), PREFIX_WEIGHT, &mut hits)
+                .await?;
+        }
         let mut scored: Vec<Match> = hits
-            .into_iter()
-            .filter(|h| eligible(&h.message) && self.incoming.may_see(&h.message))
-            .map(|h| {
-                let m = h.message;
-                let mut score = h.score;
-                if let Some((from, to)) = window
-                    && (from..to).contains(&m.created_at)
-                {
-                    score *= 2.0;
-                }
-                let speaker = render::speaker(&m).to_lowercase();
-                if speaker.len() >= 3 && lower_text.contains(&speaker) {
-                    score *= 1.2;
-                }
-                Match { score, message: m }
+            .into_values()
+            .map(|(s, m)| Match {
+                score: s * self.weight(query, &m),
+                message: m,
             })
             .collect();
-        scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+        by_score(&mut scored);
+        if let Some((from, to)) = query.window {
+            let best = scored.first().map_or(1.0, |m| m.score);
+            let have: HashSet<MessageId> = scored.iter().map(|m| m.message.id).collect();
+            let period = Bound {
+                before: self.bound.before,
+                until_ms: Some(self.bound.until_ms.map_or(to - 1, |u| u.min(to - 1))),
+                with_later_answers: false,
+            };
+            for m in self
+                .store
+                .messages_before(self.conversation, period, TIME_FILL_LIMIT)
+                .await?
+            {
+                if m.created_at >= from
+                    && !have.contains(&m.id)
+                    && eligible(&m)
+                    && self.incoming.may_see(&m)
+                {
+                    let score = TIME_FILL * best * self.weight(&Query::default(), &m);
+                    scored.push(Match { score, message: m });
+                }
+            }
+            by_score(&mut scored);
+        }
         Ok(scored)
+    }
+
+    /// What multiplies a match's full-text score.
+    fn weight(&self, query: &Query, m: &MessageRecord) -> f64 {
+        let mut w = 1.0;
+        if let Some((from, to)) = query.window
+            && (from..to).contains(&m.created_at)
+        {
+            w *= TIME_BOOST;
+        }
+        if query.names(&render::speaker(m)) {
+            w *= SPEAKER_BOOST;
+        }
+        if m.role == Role::User {
+            w *= USER_WEIGHT;
+        }
+        w
     }
 
     /// The turns around `id` that may join it (eligible, within the recall bound).
@@ -286,11 +529,11 @@ impl Recall<'_> {
             .collect())
     }
 
-    /// An archive message as a context item, cut to a snippet around the match when long.
-    pub fn item(&self, m: MessageRecord, terms: &[String]) -> Item {
+    /// An archive message as a context item, cut to a snippet of about `max` tokens around the
+    /// matched words when it is longer (0 = never cut).
+    pub fn item(&self, m: MessageRecord, terms: &[String], max: usize) -> Item {
         let speaker = render::speaker(&m);
         let full = render::text(&m, self.settings.context_truncation);
-        let max = self.settings.archive_snippet_tokens;
         let mut text = full;
         let mut tokens = self.counter.turn(&speaker, &text);
         if max > 0 && tokens > max + budget_slack(max) {
@@ -315,31 +558,46 @@ fn eligible(m: &MessageRecord) -> bool {
     super::candidates::exclusion(m).is_none()
 }
 
-/// About `chars` characters of `text` around the first occurrence of a term, cut at word
-/// boundaries and marked with `…`.
+/// About `chars` characters of `text` where most of the query's words are (the earliest such
+/// place among equals; the start when none is there), cut at word boundaries and marked with `…`.
 pub fn snippet(text: &str, terms: &[String], chars: usize) -> String {
-    // Search a lowercase copy char by char, so positions are char positions in `text` even
-    // where lowercasing changes lengths.
-    let lower: Vec<String> = text.chars().map(|c| c.to_lowercase().collect()).collect();
-    let hit = terms
+    let letters: Vec<char> = text.chars().collect();
+    let total = letters.len();
+    // Char positions of the words that have the stem of a term.
+    let wanted: HashSet<String> = terms.iter().map(|t| stem(t)).collect();
+    let mut hits = Vec::new();
+    let mut i = 0;
+    while i < total {
+        if letters[i].is_alphanumeric() {
+            let start = i;
+            while i < total && letters[i].is_alphanumeric() {
+                i += 1;
+            }
+            let word: String = letters[start..i].iter().collect();
+            if wanted.contains(&stem(&word)) {
+                hits.push(start);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    // Each hit could open a window a third of the way in; take the one covering most hits.
+    let lead = chars / 3;
+    let start = hits
         .iter()
-        .filter_map(|t| {
-            let wanted: Vec<char> = t.chars().collect();
-            (0..lower.len()).find(|&i| {
-                let mut have = lower[i..].iter().flat_map(|s| s.chars());
-                wanted.iter().all(|c| have.next() == Some(*c))
-            })
+        .map(|&h| {
+            let from = h.saturating_sub(lead);
+            let n = hits
+                .iter()
+                .filter(|&&x| x >= from && x < from + chars)
+                .count();
+            (n, std::cmp::Reverse(from))
         })
-        .min()
-        .unwrap_or(0);
-    let total = lower.len();
-    let start = hit.saturating_sub(chars / 3).min(total);
+        .max()
+        .map_or(0, |(_, std::cmp::Reverse(from))| from)
+        .min(total);
     let end = (start + chars).min(total);
-    let mut s: String = text
-        .chars()
-        .skip(start)
-        .take(end.saturating_sub(start))
-        .collect();
+    let mut s: String = letters[start..end].iter().collect();
     if start > 0 {
         if let Some(sp) = s.find(' ') {
             s = s[sp + 1..].to_owned();
@@ -394,5 +652,99 @@ mod tests {
         );
         let s = snippet(&text, &["key".to_owned()], 40);
         assert!(s.contains("key"), "{s}");
+    }
+
+    #[test]
+    fn contractions_leave_no_terms_behind() {
+        assert_eq!(
+            terms("We've said we'd go, didn't we? They're sure it won't rain"),
+            vec!["go", "sure", "rain"]
+        );
+    }
+
+    #[test]
+    fn the_stemmer_joins_word_forms() {
+        for (a, b) in [
+            ("trips", "trip"),
+            ("cycling", "cycle"),
+            ("cycled", "cycles"),
+            ("hobbies", "hobby"),
+            ("running", "run"),
+            ("churches", "church"),
+            ("moved", "move"),
+        ] {
+            assert_eq!(stem(a), stem(b), "{a} / {b}");
+        }
+        // Words that only look inflected keep their ending.
+        assert_eq!(stem("bus"), "bus");
+        assert_eq!(stem("glass"), "glass");
+        assert_ne!(stem("sing"), stem("s"));
+    }
+
+    #[test]
+    fn a_question_outweighs_the_chat_around_it() {
+        let q = Query::new(
+            "Quick question before my meeting: which countries have I visited?",
+            0,
+        );
+        assert_eq!(q.focus, vec!["countries", "visited"]);
+        assert_eq!(q.context, vec!["quick", "question", "meeting"]);
+        let q = Query::new("Which countries have I visited? A friend asked.", 0);
+        assert_eq!(q.focus, vec!["countries", "visited"]);
+        assert_eq!(q.context, vec!["friend", "asked"]);
+        // No question, or nothing but the question: every word counts fully.
+        let q = Query::new("Note the meeting moved to Friday.", 0);
+        assert_eq!(q.focus, vec!["note", "meeting", "moved", "friday"]);
+        assert!(q.context.is_empty());
+        let q = Query::new("At 10:30 what was the room?", 0);
+        assert_eq!(q.focus, vec!["10", "30", "room"]);
+        assert!(q.context.is_empty(), "a colon inside a time ends nothing");
+    }
+
+    #[test]
+    fn speakers_are_named_by_whole_words_only() {
+        let q = Query::new("What did Ann Lee say about the annual plan?", 0);
+        assert!(q.names("Ann Lee"));
+        assert!(q.names("ann"));
+        assert!(!q.names("Anna"));
+        assert!(!q.names("al"), "too short to tell");
+        assert!(!Query::new("the annual plan", 0).names("ann"));
+    }
+
+    #[test]
+    fn prefix_queries_only_for_long_plain_words() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            prefix_query(&words(&[
+                "allergy",
+                "car",
+                "allergies",
+                "café",
+                "ab\"cdefg"
+            ])),
+            Some("\"allerg\" *".to_owned())
+        );
+        assert_eq!(prefix_query(&words(&["car", "bike"])), None);
+    }
+
+    #[test]
+    fn snippet_goes_where_most_of_the_words_are() {
+        let text = format!(
+            "the key word appears once here {} then key and door and shed together {}",
+            "filler ".repeat(60),
+            "tail ".repeat(60)
+        );
+        let terms = ["key", "door", "shed"].map(String::from);
+        let s = snippet(&text, &terms, 80);
+        assert!(s.contains("key and door and shed"), "{s}");
+        // Word forms count: "sheds" is a match for "shed".
+        let s = snippet(
+            &format!("{} two sheds {}", "x ".repeat(100), "y ".repeat(100)),
+            &terms,
+            40,
+        );
+        assert!(s.contains("sheds"), "{s}");
+        // No match: the start.
+        assert!(snippet(&"z ".repeat(100), &terms, 20).starts_with("z z"));
     }
 }

@@ -642,3 +642,215 @@ async fn the_archive_index_follows_edits_and_deletions() {
     let s = f.select("a", "Orca?", None, &budget, None).await;
     assert!(found(&s).contains(&"our boat is called Orca".to_owned()));
 }
+
+/// The tokens `f` counts for message `n` of a `chat` history in `conv`.
+fn cost(f: &Fixture, h: &[M], n: usize) -> usize {
+    let speaker = if h[n].role == Role::User {
+        "ann"
+    } else {
+        "bot"
+    };
+    f.engine.counter().turn(speaker, &h[n].text)
+}
+
+#[tokio::test]
+async fn under_a_tight_budget_unjudged_lookback_messages_compete_with_the_archive_on_relevance() {
+    // 60 messages: the lookback is a-35..a-59, the guaranteed recent a-55..a-59; the fact that
+    // answers the question is far back in the archive, and one older lookback message is on
+    // the subject too. No completer, so the other lookback messages are kept only by failing
+    // open: under a tight budget they must not win by recency alone.
+    let mut h = chat("a", 60);
+    h[10].text = "The spare key to the garden shed is under the blue flowerpot.".into();
+    h[40].text = "Did anyone see where the shed key went?".into();
+    let f = Fixture::new(&h).await;
+    let parent = f.msg("a", "a-37").await;
+    let protected: usize = (55..60).map(|n| cost(&f, &h, n)).sum::<usize>() + cost(&f, &h, 37);
+    // Room for the two relevant messages and a little more, far from all 19 unjudged ones.
+    let budget = protected + cost(&f, &h, 10) + cost(&f, &h, 40) + 2 * cost(&f, &h, 50);
+    let all_lookback: usize = (35..60).map(|n| cost(&f, &h, n)).sum();
+    assert!(
+        budget < all_lookback,
+        "the test needs a budget the lookback overflows"
+    );
+    let settings = ConversationSettings {
+        max_context_tokens: budget,
+        archive_neighbours: 0,
+        ..reference()
+    };
+    let s = f
+        .select(
+            "a",
+            "Where is the spare key for the shed?",
+            Some(parent.id),
+            &settings,
+            None,
+        )
+        .await;
+    let got = reasons(&s);
+    assert!(s.tokens <= budget, "{} > {budget}", s.tokens);
+    assert!(got.contains(&("a-10".into(), Reason::Archive)), "{got:?}");
+    assert!(got.contains(&("a-40".into(), Reason::FailOpen)), "{got:?}");
+    assert!(
+        got.contains(&("a-37".into(), Reason::ReplyParent)),
+        "{got:?}"
+    );
+    for n in 55..60 {
+        assert!(got.contains(&(format!("a-{n}"), Reason::Recent)), "{got:?}");
+    }
+    // The unjudged messages off the subject gave way, and say so.
+    let off_subject_kept = got.iter().filter(|(_, r)| *r == Reason::FailOpen).count();
+    assert!(off_subject_kept <= 3, "{got:?}");
+    assert!(left(&s, Reason::DroppedByBudget) >= 15, "{:?}", s.left_out);
+    assert!(
+        s.left_out
+            .iter()
+            .filter(|l| l.reason == Reason::DroppedByBudget)
+            .all(|l| l.id != parent.id),
+        "the reply parent is never dropped"
+    );
+}
+
+#[tokio::test]
+async fn the_guaranteed_recent_and_the_reply_parent_stay_even_when_the_archive_matches_better() {
+    let mut h = chat("a", 60);
+    for n in [3, 6, 9, 12] {
+        h[n].text = format!("The shed key is under the flowerpot, note {n}.");
+    }
+    let f = Fixture::new(&h).await;
+    let parent = f.msg("a", "a-20").await;
+    // Less than the protected messages need: they are kept anyway, and nothing else is.
+    let settings = ConversationSettings {
+        max_context_tokens: cost(&f, &h, 59),
+        ..reference()
+    };
+    let s = f
+        .select(
+            "a",
+            "Where is the shed key?",
+            Some(parent.id),
+            &settings,
+            None,
+        )
+        .await;
+    assert_eq!(
+        reasons(&s),
+        std::iter::once(("a-20".to_owned(), Reason::ReplyParent))
+            .chain((55..60).map(|n| (format!("a-{n}"), Reason::Recent)))
+            .collect::<Vec<_>>()
+    );
+    assert!(s.notes.iter().any(|n| n.contains("over the budget")));
+}
+
+#[tokio::test]
+async fn when_everything_fits_the_reference_selection_is_unchanged() {
+    let mut h = chat("a", 60);
+    h[4].text = "The spare key to the garden shed is under the blue flowerpot.".into();
+    let f = Fixture::new(&h).await;
+    let question = "Where is the spare key for the shed?";
+    let plain = f.select("a", question, None, &reference(), None).await;
+    let roomy = ConversationSettings {
+        max_context_tokens: 100_000,
+        ..reference()
+    };
+    let s = f.select("a", question, None, &roomy, None).await;
+    let kept: Vec<(String, Reason)> = reasons(&s)
+        .into_iter()
+        .filter(|(_, r)| *r != Reason::Archive)
+        .collect();
+    assert_eq!(
+        kept,
+        reasons(&plain),
+        "every lookback message, same reasons"
+    );
+    assert_eq!(left(&s, Reason::DroppedByBudget), 0);
+    // Archive recall only adds, from beyond the lookback.
+    assert!(reasons(&s).contains(&("a-4".into(), Reason::Archive)));
+}
+
+#[tokio::test]
+async fn triage_choices_come_before_archive_matches() {
+    // Triage (a working completer) chose a-1 and a-3 among the older candidates; an archive
+    // match cannot displace them, however relevant, and what the triage left out stays out.
+    let completer = Arc::new(ScriptedCompleter::default());
+    completer.answer(Ok("{\"relevant\": [2, 4]}"));
+    let mut h = chat("a", 40);
+    h[2].text = "The spare key to the garden shed is under the blue flowerpot.".into();
+    let f = Fixture::new(&h).await;
+    let chosen = cost(&f, &h, 16) + cost(&f, &h, 18);
+    let recent: usize = (35..40).map(|n| cost(&f, &h, n)).sum();
+    let settings = ConversationSettings {
+        max_context_tokens: recent + chosen + 2,
+        ..reference()
+    };
+    let s = f
+        .select(
+            "a",
+            "Where is the spare key for the shed?",
+            None,
+            &settings,
+            Some(completer.as_ref()),
+        )
+        .await;
+    let got = reasons(&s);
+    assert!(got.contains(&("a-16".into(), Reason::Relevant)), "{got:?}");
+    assert!(got.contains(&("a-18".into(), Reason::Relevant)), "{got:?}");
+    assert!(!got.iter().any(|(id, _)| id == "a-2"), "{got:?}");
+    assert_eq!(left(&s, Reason::DroppedByTriage), 18);
+}
+
+#[tokio::test]
+async fn a_time_the_message_names_recalls_that_period_without_a_shared_word() {
+    // One message a day for 100 days up to "now"; 50 days ago something happened that the
+    // question names only by its time.
+    let now = T0 + 100 * 86_400_000;
+    let mut h: Vec<M> = (0..100)
+        .map(|i| M {
+            at: T0 + i as i64 * 86_400_000,
+            ..m("a", i, Role::User, &format!("daily note {i}"))
+        })
+        .collect();
+    h[50].text = "Went kayaking on the lake with Sam, soaked but happy.".into();
+    let f = Fixture::new(&h).await;
+    let settings = ConversationSettings {
+        max_context_tokens: 600,
+        archive_neighbours: 0,
+        ..reference()
+    };
+    let select = |text: &'static str| {
+        let f = &f;
+        let settings = &settings;
+        async move {
+            let incoming = Incoming {
+                id: None,
+                text: text.into(),
+                at_ms: now,
+                until_ms: None,
+                reply_to: None,
+                resume: None,
+                agent: None,
+            };
+            let c = f.conv("a").await;
+            f.engine
+                .select(&f.store, settings, c, &incoming, None)
+                .await
+                .unwrap()
+        }
+    };
+    let s = select("What was I up to seven weeks ago?").await;
+    let got = reasons(&s);
+    assert!(got.contains(&("a-50".into(), Reason::Archive)), "{got:?}");
+    // Only messages of that period were recalled (49 days ago, give or take a week).
+    for (id, r) in &got {
+        if *r == Reason::Archive {
+            let n: i64 = id.trim_start_matches("a-").parse().unwrap();
+            assert!((100 - n - 49).abs() <= 7, "{id} is not from then");
+        }
+    }
+    // Without a time, nothing from the archive: no word is shared.
+    let s = select("What was I up to?").await;
+    assert!(
+        s.items.iter().all(|i| i.reason != Reason::Archive),
+        "{:?}",
+        reasons(&s)
+    );
+}
