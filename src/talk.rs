@@ -68,6 +68,7 @@ pub fn bot_endpoints(settings: &Settings) -> Vec<BotEndpoint> {
                 bot_name: t.bot_name.clone(),
                 answer_all: t.bot_answer_all,
                 allowed_users: t.allowed_users.clone(),
+                agents: agent_handles(settings, &channel_name(name)),
             })
         })
         .collect()

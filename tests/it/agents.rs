@@ -505,3 +505,123 @@ async fn agent_sessions_are_renewed_on_prompt_change_reset_idle_and_token_ceilin
     assert!((400..500).contains(&status), "{status} {body}");
     assert!(body.to_string().contains("ghost"), "{body}");
 }
+
+/// Talk's bot mode (nextcloud/spreed `docs/bots.md`: signed webhook events in, bot messages
+/// out) routes agents like the poller: `@name` addresses each agent named, each answers from
+/// its own brain, and an agent's context leaves out what was addressed only to another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_are_addressed_in_talk_bot_mode_too() {
+    const BOT_SECRET: &str = "a-bot-secret-of-at-least-forty-characters-0123";
+    let fake = FakeTalk::start().await;
+    fake.add_user("alice", "Alice", Some("alice-pw"));
+    fake.create_room("botroom1", 2, "Team", &["alice"]);
+    let reviewer = ScriptedBrain::new();
+    let planner = ScriptedBrain::new();
+    let gw = gateway(&[("rb", &reviewer), ("pb", &planner)], |s, _| {
+        s.talk.insert(
+            "bots".into(),
+            TalkSettings {
+                base_url: fake.base_url(),
+                mode: ctxgate::config::TalkMode::Bot,
+                secret: Some(Secret::new(BOT_SECRET)),
+                bot_name: "assistant".into(),
+                ..TalkSettings::default()
+            },
+        );
+        s.agents = vec![
+            AgentSettings {
+                default: true,
+                ..agent("reviewer", "Reviewer", "rb")
+            },
+            AgentSettings {
+                serves: vec!["talk:bots".into()],
+                ..agent("planner", "Planner", "pb")
+            },
+        ];
+    })
+    .await;
+    tokio::spawn(Worker::new(gw.deps.clone(), "bot-agents-worker").run());
+    tokio::spawn(Outbox::new(gw.deps.clone(), "bot-agents-outbox").run());
+    fake.install_bot(
+        "assistant",
+        BOT_SECRET,
+        &format!("{}/talk/bots/bot", gw.base),
+        &["botroom1"],
+    );
+    let bot_answers = |n: usize| {
+        let fake = &fake;
+        async move {
+            let deadline = tokio::time::Instant::now() + WAIT;
+            loop {
+                let found: Vec<String> = fake
+                    .messages("botroom1")
+                    .into_iter()
+                    .filter(|m| m["actorType"] == "bots")
+                    .map(|m| m["message"].as_str().unwrap_or_default().to_owned())
+                    .collect();
+                if found.len() >= n {
+                    return found;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "expected {n} bot answers: {:#?}",
+                    fake.messages("botroom1")
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+
+    fake.post("botroom1", "alice", "lunch at noon", json!([]), None);
+    fake.post(
+        "botroom1",
+        "alice",
+        "@reviewer only you: the secret-review-note",
+        json!([]),
+        None,
+    );
+    let first = bot_answers(1).await;
+    assert!(
+        first[0].starts_with("Reviewer: re: @reviewer only you"),
+        "{first:?}"
+    );
+    assert!(planner.requests().is_empty(), "the planner was not asked");
+
+    fake.post(
+        "botroom1",
+        "alice",
+        "@Planner and @reviewer: what next?",
+        json!([]),
+        None,
+    );
+    let all = bot_answers(3).await;
+    assert!(
+        all.iter()
+            .any(|a| a.starts_with("Planner: re: @Planner and @reviewer"))
+    );
+    assert_eq!(
+        all.iter()
+            .filter(|a| a.starts_with("Reviewer: re: @Planner and @reviewer"))
+            .count(),
+        1,
+        "{all:?}"
+    );
+    assert_eq!(reviewer.requests().len(), 2);
+    assert_eq!(planner.requests().len(), 1);
+    let planner_saw = texts(&planner, 0);
+    assert!(
+        planner_saw.iter().any(|t| t == "lunch at noon"),
+        "{planner_saw:?}"
+    );
+    assert!(
+        !planner_saw.iter().any(|t| t.contains("secret-review-note")),
+        "the note addressed to the reviewer only: {planner_saw:?}"
+    );
+    let reviewer_saw = texts(&reviewer, 1);
+    assert!(
+        reviewer_saw
+            .iter()
+            .any(|t| t.contains("secret-review-note"))
+    );
+    gw.deps.shutdown.cancel();
+}

@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use chrono::Utc;
 use ctxgate_contract::{
-    Audience, EventKind, InboundEvent, InboundMessage, Intake, IntakeError, MessageKind, Role,
-    SenderKind, SourceType,
+    AgentHandle, Audience, EventKind, InboundEvent, InboundMessage, Intake, IntakeError,
+    MessageKind, Role, SenderKind, SourceType, addressed_agents,
 };
 use serde_json::json;
 
@@ -38,6 +38,9 @@ pub struct BotEndpoint {
     pub answer_all: bool,
     /// Users whose messages may be answered; empty = anyone.
     pub allowed_users: Vec<String>,
+    /// The agents answering on this account: `@name` in a message addresses them (each
+    /// answers); empty = the one implicit agent, asked with `@<bot_name>`.
+    pub agents: Vec<AgentHandle>,
 }
 
 #[derive(Clone)]
@@ -168,7 +171,9 @@ fn to_event(endpoint: &BotEndpoint, m: BotMessage) -> InboundEvent {
     let rendered = render(&m.message, &m.parameters);
     let from_bot = m.actor_type == "bots";
     let mention = format!("@{}", endpoint.bot_name.to_lowercase());
+    let addressed = addressed_agents(&rendered.text, &endpoint.agents);
     let asks = endpoint.answer_all
+        || !addressed.is_empty()
         || rendered.text.to_lowercase().contains(&mention)
         || m.in_reply_to
             .as_ref()
@@ -199,7 +204,15 @@ fn to_event(endpoint: &BotEndpoint, m: BotMessage) -> InboundEvent {
             source_type: SourceType::Talk,
             trigger: asks && allowed && !from_bot,
             agent: None,
-            audience: Audience::Everyone,
+            // Addressed to the agents it names (each answers), else to everyone.
+            audience: if addressed.is_empty() {
+                Audience::Everyone
+            } else {
+                Audience::Addressed {
+                    agents: addressed,
+                    users: Vec::new(),
+                }
+            },
             meta,
         }),
         cursor: None,

@@ -80,6 +80,10 @@ static BOT_ROUTER: LazyLock<axum::Router> = LazyLock::new(|| {
         bot_name: "assistant".into(),
         answer_all: false,
         allowed_users: Vec::new(),
+        agents: vec![ctxgate_contract::AgentHandle {
+            id: "reviewer".into(),
+            names: vec!["reviewer".into(), "Rev".into()],
+        }],
     };
     ctxgate_talk::receiver::BotReceiver::new(vec![endpoint], Arc::new(AcceptAll)).router()
 });
