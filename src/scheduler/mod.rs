@@ -216,10 +216,16 @@ impl Scheduler {
             }),
             cursor: None,
         };
+        // The target channel's default agent writes the briefing (its prompt, its name).
+        let agent = self
+            .deps
+            .settings
+            .default_agent_for(&channel)
+            .unwrap_or_else(|| DEFAULT_AGENT.into());
         let task = NewTask {
-            dedup_key: dedup_key(&channel, &conversation, &id, DEFAULT_AGENT),
+            dedup_key: dedup_key(&channel, &conversation, &id, &agent),
             source_type: SourceType::Briefing,
-            agent: DEFAULT_AGENT.into(),
+            agent,
             brain: s.spec.brain.clone(),
             max_attempts: self.deps.settings.worker.max_attempts,
         };

@@ -28,6 +28,7 @@ fn agent(id: &str, name: &str, brain: &str) -> AgentSettings {
         id: id.into(),
         name: Some(name.into()),
         brain: Some(brain.into()),
+        default: false,
         ..AgentSettings::implicit()
     }
 }
@@ -624,4 +625,57 @@ async fn agents_are_addressed_in_talk_bot_mode_too() {
             .any(|t| t.contains("secret-review-note"))
     );
     gw.deps.shutdown.cancel();
+}
+
+/// A briefing is written by the default agent of the channel it goes to: that agent's brain is
+/// asked with that agent's prompt, and the task records the agent.
+#[tokio::test]
+async fn briefings_are_written_by_the_target_channels_default_agent() {
+    let first = ScriptedBrain::new();
+    let chief = ScriptedBrain::new();
+    let gw = gateway(&[("fb", &first), ("cb", &chief)], |s, _| {
+        s.agents = vec![
+            agent("first", "First", "fb"),
+            AgentSettings {
+                default: true,
+                system_prompt: Some("You are the chief of staff.".into()),
+                ..agent("chief", "Chief", "cb")
+            },
+        ];
+    })
+    .await;
+    let r = reqwest::Client::new()
+        .post(format!("{}/admin/schedules", gw.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({
+            "name": "morning", "cron": "0 7 * * *", "prompt": "Summarise the day.",
+            "target": {"kind": "webhook", "webhook": "default", "conversation": "me"},
+            "brain": "cb",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    let (status, fired) = gw
+        .admin(reqwest::Method::POST, &format!("/schedules/{id}/run"))
+        .await;
+    assert_eq!(status, 202, "{fired}");
+    gw.work().await;
+    let (_, task) = gw
+        .admin(
+            reqwest::Method::GET,
+            &format!("/tasks/{}", fired["task_id"].as_i64().unwrap()),
+        )
+        .await;
+    assert_eq!(task["task"]["agent"], "chief", "{task}");
+    assert_eq!(task["task"]["status"], "completed", "{task}");
+    let asked = chief.requests();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].system.contains("chief of staff"),
+        "{:?}",
+        asked[0].system
+    );
+    assert!(first.requests().is_empty());
 }
