@@ -632,3 +632,69 @@ async fn plus_addresses_route_mail_to_agents() {
     agents.sort();
     assert_eq!(agents, ["planner", "reviewer"], "one task each");
 }
+
+/// A flood from one sender: past `per_sender_per_hour` its mail is stored but not answered
+/// (`rate_limited_sender`), other senders are still answered, and past `per_mailbox_per_hour`
+/// nobody is (`rate_limited_mailbox`). Nothing is lost: every message is in the history.
+#[tokio::test]
+async fn a_flood_from_one_sender_is_held_to_the_hourly_limits() {
+    let mut m = mail_app(|e| {
+        e.per_sender_per_hour = 5;
+        e.per_mailbox_per_hour = 6;
+    })
+    .await;
+    m.start();
+    let f = m.folder.clone();
+    let mail = |from: &str, n: usize| {
+        format!(
+            "From: {from}@example.org\nTo: bot@example.org\nSubject: flood {n}\nMessage-ID: <flood.{n}.{from}.{f}@example.org>\n\nmessage {n} from {from}\n"
+        )
+    };
+    let mut sent = Vec::new();
+    for n in 0..12 {
+        sent.push(("alice", n));
+    }
+    sent.push(("bob", 100));
+    sent.push(("bob", 101));
+    for (from, n) in &sent {
+        m.deliver(&mail(from, *n)).await;
+    }
+    m.taken(sent.len() as u64).await;
+    let store = &m.app.deps.store;
+    let mut outcome = Vec::new();
+    for (from, n) in &sent {
+        let id = format!("flood.{n}.{from}.{f}@example.org");
+        let conv = store
+            .conversation_of_message("email:main", &id)
+            .await
+            .unwrap()
+            .expect("every message is stored");
+        let conv = store
+            .find_conversation("email:main", &conv)
+            .await
+            .unwrap()
+            .unwrap();
+        let message = store.find_message(conv.id, &id).await.unwrap().unwrap();
+        outcome.push((
+            *from,
+            message.meta["skipped"]
+                .as_str()
+                .unwrap_or("answered")
+                .to_owned(),
+        ));
+    }
+    let count = |from: &str, what: &str| {
+        outcome
+            .iter()
+            .filter(|(f, o)| *f == from && o == what)
+            .count()
+    };
+    assert_eq!(count("alice", "answered"), 5, "{outcome:?}");
+    assert_eq!(count("alice", "rate_limited_sender"), 7, "{outcome:?}");
+    // Oldest first: the first five of the flood were answered, the rest held.
+    assert!(outcome[..5].iter().all(|(_, o)| o == "answered"));
+    assert_eq!(outcome[12], ("bob", "answered".to_owned()));
+    assert_eq!(outcome[13], ("bob", "rate_limited_mailbox".to_owned()));
+    let tasks = store.list_tasks(&Default::default()).await.unwrap();
+    assert_eq!(tasks.len(), 6);
+}
