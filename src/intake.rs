@@ -7,7 +7,10 @@ use ctxgate_contract::{
     Audience, EventKind, InboundEvent, InboundMessage, Intake, IntakeError, IntakeReceipt, Role,
 };
 
+use std::sync::Arc;
+
 use crate::deps::Deps;
+use crate::limits::SenderLimits;
 use crate::store::NewTask;
 
 /// The agent answering when a channel names none.
@@ -18,11 +21,15 @@ const MAX_ID_LEN: usize = 512;
 #[derive(Clone)]
 pub struct IntakeService {
     deps: Deps,
+    limits: Arc<SenderLimits>,
 }
 
 impl IntakeService {
     pub fn new(deps: Deps) -> Self {
-        Self { deps }
+        Self {
+            deps,
+            limits: Arc::default(),
+        }
     }
 }
 
@@ -134,6 +141,23 @@ impl Intake for IntakeService {
                 u.reason, u.message
             )));
         }
+        let now = self.deps.clock.now_ms();
+        let mut event = event;
+        // Whose asking counts against a per-sender limit, once the answer is taken on.
+        let mut counted = None;
+        if let EventKind::Posted(m) = &mut event.kind
+            && m.trigger
+            && let Some(limit) = self.deps.settings.per_sender_limit(&event.channel)
+        {
+            if self.limits.allows(&event.channel, &m.sender_id, limit, now) {
+                counted = Some(m.sender_id.clone());
+            } else {
+                tracing::info!(sender = %m.sender_id, limit,
+                    "sender past the hourly limit: stored without an answer");
+                m.trigger = false;
+                m.meta["skipped"] = "rate_limited_sender".into();
+            }
+        }
         let tasks = match &event.kind {
             EventKind::Posted(m) if m.trigger => self.tasks_for(&event, m).await?,
             _ => Vec::new(),
@@ -141,13 +165,16 @@ impl Intake for IntakeService {
         let receipt = self
             .deps
             .store
-            .ingest_tasks(&event, &tasks, self.deps.clock.now_ms())
+            .ingest_tasks(&event, &tasks, now)
             .await
             .map_err(|e| {
                 self.deps.health.observe(&e);
                 IntakeError::Unavailable(e.to_string())
             })?;
         if receipt.task_id.is_some() && !receipt.duplicate {
+            if let Some(sender) = counted {
+                self.limits.record(&event.channel, &sender, now);
+            }
             self.deps.task_ready.notify_one();
         }
         tracing::debug!(task = ?receipt.task_id, duplicate = receipt.duplicate, "event taken");

@@ -19,6 +19,7 @@ pub mod email;
 pub mod health;
 pub mod http;
 pub mod intake;
+pub mod limits;
 pub mod metrics;
 pub mod outbox;
 pub mod scheduler;

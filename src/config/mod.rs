@@ -106,6 +106,18 @@ impl Settings {
         }
     }
 
+    /// How many answers one sender may ask for per hour on `channel` (Talk and webhooks; e-mail
+    /// keeps its own limits in the tracker); `None` = no limit.
+    pub fn per_sender_limit(&self, channel: &str) -> Option<usize> {
+        let (kind, name) = channel.split_once(':')?;
+        let limit = match kind {
+            "webhook" => self.webhooks.get(name)?.per_sender_per_hour,
+            "talk" => self.talk.get(name)?.per_sender_per_hour,
+            _ => 0,
+        };
+        (limit > 0).then_some(limit)
+    }
+
     /// The system prompt for a conversation on `channel` answered by `brain`: the channel's own
     /// prompt when it has one, else the brain's.
     pub fn system_prompt_for(&self, channel: &str, brain: &str) -> String {
@@ -468,6 +480,9 @@ pub struct WebhookSettings {
     pub system_prompt: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt_file: Option<PathBuf>,
+    /// Answers one sender (the request's `sender`) may ask for per hour; past it, their
+    /// messages are stored marked `skipped: rate_limited_sender`. 0 = no limit.
+    pub per_sender_per_hour: usize,
 }
 
 impl Default for WebhookSettings {
@@ -481,6 +496,7 @@ impl Default for WebhookSettings {
             brain: "default".to_owned(),
             system_prompt: None,
             system_prompt_file: None,
+            per_sender_per_hour: 0,
         }
     }
 }

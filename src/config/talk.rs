@@ -49,6 +49,9 @@ pub struct TalkSettings {
     /// Users whose messages may be answered; empty = anyone in a watched room. Others' messages
     /// still enter history (marked `skipped: sender_not_allowed`).
     pub allowed_users: Vec<String>,
+    /// Answers one sender may ask for per hour on this account; past it, their messages enter
+    /// history marked `skipped: rate_limited_sender`. 0 = no limit.
+    pub per_sender_per_hour: usize,
     /// How often the list of rooms active since the last look is fetched (one request however
     /// many rooms).
     #[serde(with = "humantime_serde")]
@@ -98,6 +101,7 @@ impl Default for TalkSettings {
             bot_answer_all: false,
             rooms: Vec::new(),
             allowed_users: Vec::new(),
+            per_sender_per_hour: 120,
             room_list_interval: Duration::from_secs(3),
             full_refresh_interval: Duration::from_secs(300),
             active_window: Duration::from_secs(600),

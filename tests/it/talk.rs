@@ -674,3 +674,63 @@ async fn slow_answers_are_acknowledged_once_and_acks_stay_out_of_context() {
         .count();
     assert_eq!(acks, 1);
 }
+
+/// A user flooding the assistant: past `per_sender_per_hour` their messages still enter
+/// history but ask for no answer (`skipped: rate_limited_sender`); another user is answered.
+#[tokio::test]
+async fn a_flooding_user_is_held_to_the_hourly_limit() {
+    let t = talk(|_, s| s.per_sender_per_hour = 3).await;
+    t.fake
+        .create_room("dmalice1", 1, "alice", &["assistant", "alice"]);
+    t.fake
+        .create_room("dmbob001", 1, "bob", &["assistant", "bob"]);
+    t.start_polling();
+    t.watching("dmalice1").await;
+    t.watching("dmbob001").await;
+    let flood: Vec<i64> = (0..6)
+        .map(|n| {
+            t.fake
+                .post("dmalice1", "alice", &format!("flood {n}"), json!([]), None)
+        })
+        .collect();
+    let from_bob = t.fake.post("dmbob001", "bob", "just one", json!([]), None);
+    t.wait_stored("dmalice1", *flood.last().unwrap(), |_| true)
+        .await;
+    t.wait_stored("dmbob001", from_bob, |_| true).await;
+    let store = &t.app.deps.store;
+    let skipped = |room: &'static str, id: i64| async move {
+        let conv = store
+            .find_conversation("talk:main", room)
+            .await
+            .unwrap()
+            .unwrap();
+        let m = store
+            .find_message(conv.id, &id.to_string())
+            .await
+            .unwrap()
+            .unwrap();
+        m.meta["skipped"].as_str().map(str::to_owned)
+    };
+    let mut outcome = Vec::new();
+    for id in &flood {
+        outcome.push(skipped("dmalice1", *id).await);
+    }
+    let limited = Some("rate_limited_sender".to_owned());
+    assert_eq!(
+        outcome,
+        [None, None, None, limited.clone(), limited.clone(), limited],
+        "the first three asked for answers, the rest were held"
+    );
+    assert_eq!(skipped("dmbob001", from_bob).await, None);
+    let tasks = store.list_tasks(&Default::default()).await.unwrap();
+    assert_eq!(tasks.len(), 4, "three for alice, one for bob");
+    // The operator sees the held messages with their reason.
+    let listed = t.app.admin_json("/admin/skipped?channel=talk:main").await;
+    let reasons: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["rate_limited_sender"; 3]);
+}

@@ -492,3 +492,34 @@ async fn an_agent_sees_only_what_is_addressed_to_it_or_everyone() {
         "the default agent's answer went to ann and default only"
     );
 }
+
+/// `per_sender_per_hour`: past it a sender's messages are taken (202) and stored, marked
+/// `skipped: rate_limited_sender`, without a task; other senders are not held.
+#[tokio::test]
+async fn a_sender_past_the_hourly_limit_is_stored_without_an_answer() {
+    let app = spawn_app_with(|s| {
+        s.webhooks.get_mut("default").unwrap().per_sender_per_hour = 2;
+    })
+    .await;
+    let mut task_ids = Vec::new();
+    for (sender, n) in [("u1", 1), ("u1", 2), ("u1", 3), ("u2", 4), ("u1", 5)] {
+        let r = app
+            .post_webhook(
+                &json!({"conversation": format!("c-{sender}"), "sender": sender,
+                                  "text": format!("message {n}"), "message_id": format!("m{n}")}),
+            )
+            .await;
+        assert_eq!(r.status(), 202);
+        let body: Value = r.json().await.unwrap();
+        task_ids.push((sender, body["task_id"].as_i64()));
+    }
+    let answered: Vec<bool> = task_ids.iter().map(|(_, t)| t.is_some()).collect();
+    assert_eq!(answered, [true, true, false, true, false], "{task_ids:?}");
+    assert_eq!(task_count(&app).await, 3);
+    let skipped = app
+        .admin_json("/admin/skipped?channel=webhook:default")
+        .await;
+    let items = skipped["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{skipped}");
+    assert!(items.iter().all(|i| i["reason"] == "rate_limited_sender"));
+}
