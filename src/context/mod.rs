@@ -233,9 +233,15 @@ impl ContextEngine {
             until_ms: incoming.until_ms.filter(|_| incoming.id.is_none()),
             with_later_answers: incoming.id.is_some(),
         };
-        // 1. Candidates: the lookback window minus exclusions, plus recent briefings.
-        let window = store
-            .messages_before(conversation, bound, settings.lookback_count)
+        // 1. Candidates: the lookback window minus exclusions, plus recent briefings (both
+        // read together: one round trip to the store).
+        let (window, background) = store
+            .lookback(
+                conversation,
+                bound,
+                settings.lookback_count,
+                settings.previous_tasks_count,
+            )
             .await?;
         let oldest_in_window = window.first().map(|m| m.id);
         let mut left = Vec::new();
@@ -255,18 +261,13 @@ impl ContextEngine {
             }
         }
         let mut briefings = HashSet::new();
-        if settings.previous_tasks_count > 0 {
-            for b in store
-                .background_results(conversation, bound, settings.previous_tasks_count)
-                .await?
-            {
-                if !new_to_session(&b) || !incoming.may_see(&b) {
-                    continue;
-                }
-                left.retain(|l| l.id != b.id);
-                briefings.insert(b.id);
-                candidates.push(b);
+        for b in background {
+            if !new_to_session(&b) || !incoming.may_see(&b) {
+                continue;
             }
+            left.retain(|l| l.id != b.id);
+            briefings.insert(b.id);
+            candidates.push(b);
         }
         candidates.sort_by_key(|m| m.id);
         candidates.dedup_by_key(|m| m.id);

@@ -244,6 +244,26 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> StoreResult<Vec<MessageRecord>>;
 
+    /// A context's lookback: [`Store::messages_before`] with `limit` and
+    /// [`Store::background_results`] with `background_limit` (none when 0) over the same
+    /// `bound`, in one round trip where the store can.
+    async fn lookback(
+        &self,
+        conversation: ConversationId,
+        bound: Bound,
+        limit: usize,
+        background_limit: usize,
+    ) -> StoreResult<(Vec<MessageRecord>, Vec<MessageRecord>)> {
+        let window = self.messages_before(conversation, bound, limit).await?;
+        let background = if background_limit > 0 {
+            self.background_results(conversation, bound, background_limit)
+                .await?
+        } else {
+            Vec::new()
+        };
+        Ok((window, background))
+    }
+
     /// Full-text search of one conversation's archive within `bound`: the best `limit` matches
     /// of an FTS5 query, best first, with a relevance score (higher is better).
     async fn archive_search(

@@ -374,6 +374,17 @@ impl Store for SqliteStore {
         self.messages_page(conversation, bound, true, limit).await
     }
 
+    async fn lookback(
+        &self,
+        conversation: ConversationId,
+        bound: Bound,
+        limit: usize,
+        background_limit: usize,
+    ) -> StoreResult<(Vec<MessageRecord>, Vec<MessageRecord>)> {
+        self.lookback_pages(conversation, bound, limit, background_limit)
+            .await
+    }
+
     async fn archive_search(
         &self,
         conversation: ConversationId,
