@@ -1,12 +1,15 @@
 //! Task throughput with 1, 2 and 3 `ctxgate serve` instances sharing one PostgreSQL database
-//! (issue #10), with the echo brain: how many tasks per second the instances complete
-//! together, the ratio to one instance, how long tasks wait to be claimed, and whether the
-//! guarantees held across instances: no task ran twice, and the tasks of one conversation ran
-//! one at a time in id order.
+//! (issue #10), with the echo brain or an `openai` brain on a fake model with a fixed latency:
+//! how many tasks per second the instances complete together, the ratio to one instance, how
+//! long tasks wait to be claimed, how much CPU the instances, PostgreSQL and the bench used,
+//! and whether the guarantees held across instances: no task ran twice, and the tasks of one
+//! conversation ran one at a time in id order.
 //!
 //! Run: `cargo bench --bench scale_out` (builds the release `ctxgate` binary first; needs
 //! PostgreSQL, by default `postgres://postgres@127.0.0.1:5432` with trust authentication;
-//! about 5 minutes). Settings, as flags after `--` or environment variables:
+//! about 5 minutes with the echo brain). With a model latency, for example
+//! `SCALE_BRAIN_LATENCY_MS=50 SCALE_WORKERS=4 cargo bench --bench scale_out` (about 10
+//! minutes). Settings, as flags after `--` or environment variables:
 //!
 //! | flag | variable | default | meaning |
 //! |---|---|---|---|
@@ -19,10 +22,30 @@
 //! | `--connections` | `SCALE_CONNECTIONS` | 32 | concurrent webhook requests while enqueuing |
 //! | `--idle-tasks` | `SCALE_IDLE_TASKS` | 100 | tasks of the light-load phase |
 //! | `--idle-rate` | `SCALE_IDLE_RATE` | 20 | their rate per second |
+//! | `--brain-latency-ms` | `SCALE_BRAIN_LATENCY_MS` | 0 | 0: the echo brain; N: the fake model below, answering after N ms |
 //!
 //! Each run gets a fresh database (`ctxgate_bench_<random>`, dropped afterwards), migrated by
 //! `ctxgate migrate`, then the instances start (each its own folder, port and log, the same
-//! configuration otherwise: echo brain, `worker.count` workers, defaults elsewhere).
+//! configuration otherwise: the brain, `worker.count` workers, defaults elsewhere).
+//!
+//! **The brain.** The echo brain answers at once, so every task costs only CPU: on a small
+//! machine, where PostgreSQL, the instances and the bench share the cores, more instances
+//! cannot add throughput once the cores are busy, whatever the database does. With
+//! `--brain-latency-ms N` the bench serves a fake OpenAI-compatible model in its own process
+//! (`POST /v1/chat/completions`, the response shape of the OpenAI Chat Completions API
+//! reference, answered after N ms, concurrently) and every instance gets a `[brains.default]`
+//! of kind `openai` with `base_url` pointing at it. A task then holds a worker for at least N
+//! ms (twice that when context triage asks the model too, which it does once a conversation
+//! has more candidates than `conversation.skip_selection_threshold`), as with a remote model,
+//! so throughput is bounded by `instances × worker.count` workers waiting on the model until
+//! the CPU or the database bounds it. The fake counts its requests: answer requests should equal
+//! the tasks (more would be a brain call repeated), triage requests are reported beside them.
+//!
+//! **CPU.** For the burst phase the bench reads the CPU time of each instance, of all
+//! `postgres` processes and of itself (the load generator and the fake model) from
+//! `/proc/<pid>/stat`, and reports each as a share of one core over the phase, with how busy
+//! the whole machine was: near 100% of every core means the CPU bounds the run; idle cores
+//! with little throughput gain point at waiting (the model, or locks in the database).
 //!
 //! **Burst phase.** All tasks are enqueued through signed webhook requests (docs/webhooks.md)
 //! as fast as `connections` concurrent clients manage, spread round robin over the instances
@@ -57,8 +80,8 @@ use std::time::{Duration, Instant};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Row};
 use support::{
-    FreshPg, Gateway, busy_percent, config_toml, cpu_seconds, fail, free_port, machine_cpu, median,
-    named_cpu_seconds, percentile, setting,
+    FakeModel, FreshPg, Gateway, busy_percent, config_toml, cpu_seconds, fail, free_port,
+    machine_cpu, median, named_cpu_seconds, percentile, setting,
 };
 
 /// Longest wait for a phase's tasks to be completed.
@@ -74,6 +97,8 @@ struct Params {
     connections: usize,
     idle_tasks: u64,
     idle_rate: u64,
+    /// 0: the echo brain; else an `openai` brain on a fake model answering after this long.
+    brain_latency_ms: u64,
 }
 
 impl Params {
@@ -105,6 +130,7 @@ impl Params {
             connections: setting("--connections", "SCALE_CONNECTIONS", 32),
             idle_tasks: setting("--idle-tasks", "SCALE_IDLE_TASKS", 100),
             idle_rate: setting("--idle-rate", "SCALE_IDLE_RATE", 20),
+            brain_latency_ms: setting("--brain-latency-ms", "SCALE_BRAIN_LATENCY_MS", 0),
         };
         if p.runs == 0 || p.tasks == 0 || p.conversations == 0 || p.workers == 0 {
             fail("runs, tasks, conversations and workers must be at least 1");
@@ -113,6 +139,17 @@ impl Params {
             fail("connections and idle-rate must be at least 1");
         }
         p
+    }
+
+    fn brain(&self) -> String {
+        if self.brain_latency_ms == 0 {
+            "echo brain".to_owned()
+        } else {
+            format!(
+                "openai brain on a fake model in the bench answering after {} ms",
+                self.brain_latency_ms
+            )
+        }
     }
 }
 
@@ -139,6 +176,14 @@ struct RunResult {
     per_instance: Vec<u64>,
     /// CPU seconds of each instance over both phases.
     gateway_cpu: Vec<f64>,
+    /// CPU use in the burst phase, in % of one core: each instance, PostgreSQL (all its
+    /// processes), this bench (the load generator and the fake model).
+    burst_cpu_percent: (Vec<f64>, f64, f64),
+    /// Requests the fake model answered over both phases: (answers, triage, not understood);
+    /// `None` with the echo brain.
+    model_calls: Option<(u64, u64, u64)>,
+    /// Tasks enqueued over both phases.
+    accepted: u64,
     /// CPU ms per task in the burst phase: all instances, PostgreSQL, this bench.
     cpu_ms_per_task: (f64, f64, f64),
 }
@@ -155,11 +200,12 @@ fn main() {
     rt.block_on(async {
         println!(
             "scale-out bench: {} tasks over {} conversations per run, {} runs per instance count, \
-             echo brain, worker.count = {} per instance, {} concurrent enqueue requests, \
+             {}, worker.count = {} per instance, {} concurrent enqueue requests, \
              PostgreSQL at {}; machine: {} cores shared by PostgreSQL, the instances and the bench",
             p.tasks,
             p.conversations,
             p.runs,
+            p.brain(),
             p.workers,
             p.connections,
             p.pg,
@@ -182,15 +228,25 @@ fn main() {
 fn print_run(n: usize, run: usize, r: &RunResult) {
     let cpu: Vec<String> = r.gateway_cpu.iter().map(|c| format!("{c:.1}")).collect();
     let share: Vec<String> = r.per_instance.iter().map(u64::to_string).collect();
+    let (instances, pg, bench) = &r.burst_cpu_percent;
+    let instances: Vec<String> = instances.iter().map(|c| format!("{c:.0}%")).collect();
+    let model = match r.model_calls {
+        None => String::new(),
+        Some((answers, triage, bad)) => format!(
+            "; fake model: {answers} answer requests for {} tasks, {triage} triage requests, \
+             {bad} not understood",
+            r.accepted
+        ),
+    };
     println!(
         "  {n} instance(s), run {run}: {:.0} tasks/s ({:.0}/s by the bench's clock, enqueued at \
          {:.0}/s); claim p50 {:.0} ms p99 {:.0} ms; ready → claimed p50 {:.1} ms p99 {:.1} ms; \
          light load: claim p50 {:.1} ms p99 {:.1} ms max {:.1} ms; machine {:.0}% busy \
          ({:.0}% before the run); CPU per task: instances {:.2} ms, PostgreSQL {:.2} ms, bench \
-         {:.2} ms; tasks \
-         per instance [{}], gateway CPU s [{}]; ran twice {}, not completed {}; in order: \
+         {:.2} ms; burst CPU (% of one core): instances [{}], PostgreSQL {:.0}%, bench {:.0}%; \
+         tasks per instance [{}], gateway CPU s [{}]; ran twice {}, not completed {}; in order: \
          {} of {} next tasks had the previous answer in their context, {} started before the \
-         previous finished by the timestamps (worst by {} ms)",
+         previous finished by the timestamps (worst by {} ms){model}",
         r.tasks_per_s,
         r.wall_tasks_per_s,
         r.enqueue_per_s,
@@ -206,6 +262,9 @@ fn print_run(n: usize, run: usize, r: &RunResult) {
         r.cpu_ms_per_task.0,
         r.cpu_ms_per_task.1,
         r.cpu_ms_per_task.2,
+        instances.join(", "),
+        pg,
+        bench,
         share.join(", "),
         cpu.join(", "),
         r.ran_twice,
@@ -227,8 +286,9 @@ fn print_summary(p: &Params, summary: &[(usize, Vec<RunResult>)]) {
         .map(|(_, rs)| med(rs, &|r| r.tasks_per_s));
     println!(
         "\n  medians of {} runs | tasks/s | vs 1 instance | claim p50 / p99 ms | ready → claimed \
-         p50 / p99 ms | light-load claim p50 / p99 ms | machine busy | ran twice | next task \
-         without the previous answer | timestamp overlaps | not completed",
+         p50 / p99 ms | light-load claim p50 / p99 ms | machine busy | burst CPU of the \
+         instances / PostgreSQL / bench (% of one core) | ran twice | next task without the \
+         previous answer | timestamp overlaps | not completed",
         p.runs
     );
     for (n, rs) in summary {
@@ -236,7 +296,7 @@ fn print_summary(p: &Params, summary: &[(usize, Vec<RunResult>)]) {
         let ratio = base.map_or("-".to_owned(), |b| format!("{:.2}x", tps / b));
         println!(
             "  {n} instance(s) | {tps:.0} | {ratio} | {:.0} / {:.0} | {:.1} / {:.1} | {:.1} / {:.1} \
-             | {:.0}% | {} | {} | {} | {}",
+             | {:.0}% | {:.0}% / {:.0}% / {:.0}% | {} | {} | {} | {}",
             med(rs, &|r| r.claim_ms.0),
             med(rs, &|r| r.claim_ms.1),
             med(rs, &|r| r.ready_claim_ms.0),
@@ -244,10 +304,29 @@ fn print_summary(p: &Params, summary: &[(usize, Vec<RunResult>)]) {
             med(rs, &|r| r.idle_claim_ms.0),
             med(rs, &|r| r.idle_claim_ms.1),
             med(rs, &|r| r.busy),
+            med(rs, &|r| r.burst_cpu_percent.0.iter().sum()),
+            med(rs, &|r| r.burst_cpu_percent.1),
+            med(rs, &|r| r.burst_cpu_percent.2),
             rs.iter().map(|r| r.ran_twice).sum::<usize>(),
             rs.iter().map(|r| r.pairs - r.saw_previous).sum::<usize>(),
             rs.iter().map(|r| r.order_violations).sum::<usize>(),
             rs.iter().map(|r| r.not_completed).sum::<usize>(),
+        );
+    }
+    let model: Vec<(u64, u64, u64, u64)> = summary
+        .iter()
+        .flat_map(|(_, rs)| rs)
+        .filter_map(|r| r.model_calls.map(|(a, t, b)| (a, t, b, r.accepted)))
+        .collect();
+    if !model.is_empty() {
+        let sum = |f: fn(&(u64, u64, u64, u64)) -> u64| model.iter().map(f).sum::<u64>();
+        println!(
+            "  fake model over all runs: {} answer requests for {} tasks, {} triage requests, \
+             {} not understood",
+            sum(|m| m.0),
+            sum(|m| m.3),
+            sum(|m| m.1),
+            sum(|m| m.2)
         );
     }
 }
@@ -273,22 +352,33 @@ async fn migrate(dir: &Path, config: &str) {
     }
 }
 
-fn instance_config(p: &Params, port: u16, url: &str) -> String {
-    config_toml(port, url, &format!("[worker]\ncount = {}\n", p.workers))
+/// One instance's configuration: `worker.count`, and the fake model's brain when there is one
+/// (the echo brain, the default, otherwise).
+fn instance_config(p: &Params, port: u16, url: &str, model: Option<&FakeModel>) -> String {
+    let brain = model.map(FakeModel::brain_toml).unwrap_or_default();
+    config_toml(
+        port,
+        url,
+        &format!("[worker]\ncount = {}\n\n{brain}", p.workers),
+    )
 }
 
 async fn one_run(p: &Params, n: usize) -> RunResult {
     let db = FreshPg::create(&p.pg).await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| fail(&format!("no temp dir: {e}")));
+    let model = match p.brain_latency_ms {
+        0 => None,
+        ms => Some(FakeModel::start(Duration::from_millis(ms)).await),
+    };
     migrate(
         &dir.path().join("migrate"),
-        &instance_config(p, 0, &db.url()),
+        &instance_config(p, 0, &db.url(), model.as_ref()),
     )
     .await;
     let mut gateways = Vec::new();
     for i in 0..n {
         let port = free_port();
-        let config = instance_config(p, port, &db.url());
+        let config = instance_config(p, port, &db.url(), model.as_ref());
         gateways.push(Gateway::start(&dir.path().join(format!("i{i}")), port, &config).await);
     }
     let pool = PgPoolOptions::new()
@@ -347,12 +437,23 @@ async fn one_run(p: &Params, n: usize) -> RunResult {
     wait_finished(&pool, "burst", accepted).await;
     let burst_wall = t0.elapsed();
     let busy = busy_percent(machine_before, machine_cpu());
+    let instance_burst_cpu: Vec<f64> = gateways
+        .iter()
+        .zip(&cpu_before)
+        .map(|(g, before)| cpu_seconds(g.pid) - before)
+        .collect();
     let burst_cpu = (
-        gateways.iter().map(|g| cpu_seconds(g.pid)).sum::<f64>() - cpu_before.iter().sum::<f64>(),
+        instance_burst_cpu.iter().sum::<f64>(),
         named_cpu_seconds("postgres") - others_before.0,
         cpu_seconds(me) - others_before.1,
     );
     let per_task = |s: f64| s * 1000.0 / accepted.max(1) as f64;
+    let percent = |s: f64| 100.0 * s / burst_wall.as_secs_f64();
+    let burst_cpu_percent = (
+        instance_burst_cpu.iter().map(|&s| percent(s)).collect(),
+        percent(burst_cpu.1),
+        percent(burst_cpu.2),
+    );
 
     // Light load: one task at a time, workers idle in between.
     let http = reqwest::Client::new();
@@ -403,6 +504,13 @@ async fn one_run(p: &Params, n: usize) -> RunResult {
     );
     r.background = background;
     r.gateway_cpu = gateway_cpu;
+    r.burst_cpu_percent = burst_cpu_percent;
+    r.accepted = accepted + idle_accepted;
+    r.model_calls = model.map(|m| {
+        let counts = m.counts();
+        m.stop();
+        counts
+    });
     pool.close().await;
     db.drop_now().await;
     r
@@ -613,6 +721,9 @@ async fn analyse(pool: &PgPool, n: usize) -> RunResult {
         saw_previous,
         per_instance,
         gateway_cpu: Vec::new(),
+        burst_cpu_percent: (Vec::new(), 0.0, 0.0),
+        model_calls: None,
+        accepted: 0,
         cpu_ms_per_task: (0.0, 0.0, 0.0),
     }
 }

@@ -1,7 +1,8 @@
 //! Shared by the benches that drive real `ctxgate serve` processes (`load.rs`, `scale_out.rs`):
 //! starting and stopping the built binary with a configuration file, signing webhook requests
 //! like a client following docs/webhooks.md, reading a process's RSS and CPU time from
-//! `/proc`, fresh PostgreSQL databases, and small statistics helpers.
+//! `/proc`, a fake OpenAI-compatible model server, fresh PostgreSQL databases, and small
+//! statistics helpers.
 //!
 //! Included with `#[path = "support/mod.rs"] mod support;`; not every bench uses every item.
 #![allow(dead_code)]
@@ -430,6 +431,149 @@ impl Gateway {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------- a fake model server
+
+/// A fake OpenAI-compatible model for the `openai` brain kind, served inside the bench process
+/// on `127.0.0.1:<free port>`: `POST /v1/chat/completions` answered after a fixed latency with
+/// the response shape of the OpenAI Chat Completions API reference (`id`, `object:
+/// "chat.completion"`, `created`, `model`, `choices[{index, message{role: "assistant",
+/// content}, finish_reason: "stop"}]`, `usage{prompt_tokens, completion_tokens,
+/// total_tokens}`). Context triage prompts (one user message asking for `{"relevant": [...]}`)
+/// get an empty selection; other requests a short fixed answer. The latency stands for the
+/// remote model's time to answer; requests are served concurrently.
+pub struct FakeModel {
+    base: String,
+    counts: std::sync::Arc<FakeModelCounts>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Requests a [`FakeModel`] answered, by kind.
+#[derive(Default)]
+pub struct FakeModelCounts {
+    pub answers: std::sync::atomic::AtomicU64,
+    pub triage: std::sync::atomic::AtomicU64,
+    /// Requests that were not a chat completion the fake understands (answered 400).
+    pub bad: std::sync::atomic::AtomicU64,
+}
+
+struct FakeModelState {
+    latency: Duration,
+    counts: std::sync::Arc<FakeModelCounts>,
+}
+
+/// The model name bench configurations give the fake (it echoes whatever it is sent).
+pub const FAKE_MODEL_NAME: &str = "bench-fake-model";
+
+impl FakeModel {
+    pub async fn start(latency: Duration) -> FakeModel {
+        use axum::routing::post;
+        let counts = std::sync::Arc::new(FakeModelCounts::default());
+        let state = std::sync::Arc::new(FakeModelState {
+            latency,
+            counts: counts.clone(),
+        });
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(fake_completion))
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| fail(&format!("cannot bind the fake model server: {e}")));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| fail(&format!("the fake model server has no address: {e}")));
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("bench: the fake model server stopped: {e}");
+            }
+        });
+        FakeModel {
+            base: format!("http://{addr}/v1"),
+            counts,
+            task,
+        }
+    }
+
+    /// The `base_url` of a brain using the fake (`http://127.0.0.1:<port>/v1`).
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// The `[brains.default]` table of an `openai` brain using the fake.
+    pub fn brain_toml(&self) -> String {
+        format!(
+            "[brains.default]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"{FAKE_MODEL_NAME}\"\n",
+            self.base
+        )
+    }
+
+    /// `(answers, triage, bad)` requests so far.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.counts.answers.load(Relaxed),
+            self.counts.triage.load(Relaxed),
+            self.counts.bad.load(Relaxed),
+        )
+    }
+
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+async fn fake_completion(
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<FakeModelState>>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use std::sync::atomic::Ordering::Relaxed;
+    let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let Some(messages) = request["messages"].as_array().filter(|m| !m.is_empty()) else {
+        state.counts.bad.fetch_add(1, Relaxed);
+        let error = serde_json::json!({"error": {"message": "messages must be a non-empty array",
+            "type": "invalid_request_error", "param": "messages", "code": null}});
+        return (axum::http::StatusCode::BAD_REQUEST, axum::Json(error)).into_response();
+    };
+    let triage = messages.len() == 1
+        && messages[0]["role"] == "user"
+        && messages[0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("{\"relevant\": [numbers]}"));
+    let content = if triage {
+        state.counts.triage.fetch_add(1, Relaxed);
+        "{\"relevant\": []}"
+    } else {
+        state.counts.answers.fetch_add(1, Relaxed);
+        "The fake model's answer."
+    };
+    // The remote model's time to answer (a modelled latency, not synchronisation).
+    tokio::time::sleep(state.latency).await;
+    let prompt_chars: usize = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .map(str::len)
+        .sum();
+    let prompt_tokens = (prompt_chars / 4).max(1) as u64;
+    let completion_tokens = (content.len() / 4).max(1) as u64;
+    axum::Json(serde_json::json!({
+        "id": format!("chatcmpl-{:016x}", rand::random::<u64>()),
+        "object": "chat.completion",
+        "created": chrono::Utc::now().timestamp(),
+        "model": request["model"],
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+        }],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }))
+    .into_response()
 }
 
 // ---------------------------------------------------------------- PostgreSQL
