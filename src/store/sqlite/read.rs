@@ -1,4 +1,4 @@
-use ctxgate_contract::{Audience, Role, SenderKind, SourceType};
+use ctxgate_contract::{Audience, Role};
 
 use super::{SqliteStore, rows};
 use crate::domain::{ConversationId, MessageId, TaskId};
@@ -190,16 +190,7 @@ impl JsonMessage {
             channel_message_id,
             sender_id,
             sender_name,
-            sender_kind: [
-                SenderKind::User,
-                SenderKind::Guest,
-                SenderKind::Bot,
-                SenderKind::SelfBot,
-                SenderKind::System,
-            ]
-            .into_iter()
-            .find(|k| rows::sender_kind_str(*k) == sender_kind)
-            .ok_or_else(|| StoreError::Corrupt(format!("sender_kind {sender_kind:?}")))?,
+            sender_kind: rows::sender_kind(&sender_kind)?,
             role: Role::parse(&role)
                 .ok_or_else(|| StoreError::Corrupt(format!("role {role:?}")))?,
             kind,
@@ -207,34 +198,15 @@ impl JsonMessage {
             created_at,
             reply_to_channel_id,
             reply_to_message_id: reply_to_message_id.map(MessageId),
-            source_type: source_type
-                .map(|s| {
-                    SourceType::parse(&s)
-                        .ok_or_else(|| StoreError::Corrupt(format!("source_type {s:?}")))
-                })
-                .transpose()?,
+            source_type: source_type.as_deref().map(rows::source_type).transpose()?,
             task_id: task_id.map(TaskId),
             agent,
-            audience: json_or(audience, "audience", Audience::Everyone)?,
-            actions: json_or(actions, "message actions", Vec::new())?,
-            meta: json_or(meta, "message meta", serde_json::Value::Null)?,
+            audience: rows::json_or(audience, "audience", Audience::Everyone)?,
+            actions: rows::json_or(actions, "message actions", Vec::new())?,
+            meta: rows::json_or(meta, "message meta", serde_json::Value::Null)?,
             edited_at,
             deleted_at,
         })
-    }
-}
-
-/// A JSON column as [`rows::message`] reads it: `empty` when NULL, corrupt when not JSON.
-fn json_or<T: serde::de::DeserializeOwned>(
-    raw: Option<String>,
-    what: &str,
-    empty: T,
-) -> StoreResult<T> {
-    match raw {
-        None => Ok(empty),
-        Some(s) => {
-            serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
-        }
     }
 }
 
@@ -396,6 +368,7 @@ impl SqliteStore {
 mod tests {
     use super::*;
     use crate::config::StoreSettings;
+    use ctxgate_contract::SourceType;
 
     /// Two conversations mixing people's messages, answers (some stored after later
     /// messages), briefing and scheduled results, their acknowledgements and deleted ones,

@@ -20,7 +20,7 @@ pub(super) fn sender_kind_str(k: SenderKind) -> &'static str {
     }
 }
 
-fn sender_kind(s: &str) -> StoreResult<SenderKind> {
+pub(super) fn sender_kind(s: &str) -> StoreResult<SenderKind> {
     Ok(match s {
         "user" => SenderKind::User,
         "guest" => SenderKind::Guest,
@@ -31,7 +31,7 @@ fn sender_kind(s: &str) -> StoreResult<SenderKind> {
     })
 }
 
-fn json_or<T: serde::de::DeserializeOwned>(
+pub(super) fn json_or<T: serde::de::DeserializeOwned>(
     raw: Option<String>,
     what: &str,
     empty: T,
@@ -44,7 +44,7 @@ fn json_or<T: serde::de::DeserializeOwned>(
     }
 }
 
-fn source_type(s: &str) -> StoreResult<SourceType> {
+pub(super) fn source_type(s: &str) -> StoreResult<SourceType> {
     SourceType::parse(s).ok_or_else(|| StoreError::Corrupt(format!("source_type {s:?}")))
 }
 
