@@ -419,6 +419,8 @@ pub struct ConversationSettings {
     pub archive_neighbours: usize,
     /// Longer archive messages are cut to this many tokens around the match (0 = never).
     pub archive_snippet_tokens: usize,
+    /// Also search for words related to the message's words in meaning or form (English).
+    pub archive_related_words: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -450,6 +452,7 @@ impl Default for ConversationSettings {
             archive_candidates: 200,
             archive_neighbours: 1,
             archive_snippet_tokens: 200,
+            archive_related_words: true,
         }
     }
 }

@@ -10,6 +10,7 @@ mod candidates;
 pub mod dates;
 pub mod offline;
 pub mod recall;
+mod related;
 pub mod render;
 pub mod triage;
 

@@ -1,6 +1,7 @@
 //! Archive recall: ranks the conversation's messages for relevance to the incoming message,
 //! offline and with no LLM. Full-text BM25 from the store's index, with the question's own words
-//! weighing more than the chat around it and other forms of its words less; re-scored with what
+//! weighing more than the chat around it, other forms of its words and words meaning the same
+//! (WordNet synonyms, see `related`) less; re-scored with what
 //! the words alone miss (the time the message asks about, who it names, who wrote the match);
 //! messages from the time asked about compete even without a shared word. The same scores rank
 //! the lookback candidates nobody judged against the archive (see `fit` in the parent module).
@@ -9,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::budget::TokenCounter;
-use super::{Item, Reason, dates, render};
+use super::{Item, Reason, dates, related, render};
 use crate::config::ConversationSettings;
 use crate::domain::{ConversationId, MessageId};
 use crate::store::{Bound, MessageRecord, Store, StoreResult};
@@ -208,6 +209,11 @@ const CONTEXT_WEIGHT: f64 = 0.3;
 const PREFIX_WEIGHT: f64 = 0.3;
 const PREFIX_LEN: usize = 6;
 
+/// Words related to the question's words in meaning or form (WordNet synonyms of their usual
+/// senses, derived forms) count with this weight; at most `RELATED_LIMIT` of them.
+const RELATED_WEIGHT: f64 = 0.5;
+const RELATED_LIMIT: usize = 48;
+
 /// Matches from the time the message asks about count this many times.
 const TIME_BOOST: f64 = 2.0;
 
@@ -308,6 +314,22 @@ pub fn prefix_query(terms: &[String]) -> Option<String> {
         .map(|p| format!("\"{p}\" *"))
         .collect();
     (!prefixes.is_empty()).then(|| prefixes.join(" OR "))
+}
+
+/// An FTS5 query matching words related to the terms (see [`related`]) that are not forms of
+/// the terms themselves.
+pub fn related_query(terms: &[String]) -> Option<String> {
+    let own: HashSet<String> = terms.iter().map(|t| stem(t)).collect();
+    let mut seen = HashSet::new();
+    let words: Vec<String> = terms
+        .iter()
+        .flat_map(|t| related::related(t))
+        .filter(|w| !STOPWORDS.contains(w) && !own.contains(&stem(w)))
+        .filter(|w| seen.insert(stem(w)))
+        .take(RELATED_LIMIT)
+        .map(str::to_owned)
+        .collect();
+    fts_query(&words)
 }
 
 /// The incoming message, analysed for the search.
@@ -447,8 +469,8 @@ impl Recall<'_> {
     }
 
     /// Matches in the conversation, best first. The score is BM25 from the store's index: the
-    /// question's words in full, the words around it and other forms of the words at a lower
-    /// weight. It is raised for messages from the time the message asks about, from a speaker
+    /// question's words in full, the words around it, other forms of the words and words
+    /// related to the question's in meaning at a lower weight. It is raised for messages from the time the message asks about, from a speaker
     /// it names, and for what people (not the bot) wrote. Messages from the time asked about
     /// that share no word with it join at a share of the best score.
     pub async fn matches(&self, query: &Query) -> StoreResult<Vec<Match>> {
@@ -458,6 +480,10 @@ impl Recall<'_> {
             .await?;
         if !hits.is_empty() {
             self.search(prefix_query(&query.terms()), PREFIX_WEIGHT, &mut hits)
+                .await?;
+        }
+        if self.settings.archive_related_words {
+            self.search(related_query(&query.focus), RELATED_WEIGHT, &mut hits)
                 .await?;
         }
         let mut scored: Vec<Match> = hits
@@ -699,6 +725,18 @@ mod tests {
         let q = Query::new("At 10:30 what was the room?", 0);
         assert_eq!(q.focus, vec!["10", "30", "room"]);
         assert!(q.context.is_empty(), "a colon inside a time ends nothing");
+    }
+
+    #[test]
+    fn related_words_leave_out_the_terms_own_forms_and_stopwords() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let q = related_query(&words(&["bicycle", "bike"])).unwrap();
+        // "bike" is searched for itself; "bicycles" would be a form of "bicycle".
+        assert!(!q.contains("\"bike\"") && !q.contains("\"bicycle\""), "{q}");
+        assert!(q.contains("\"pedal\""), "{q}");
+        // Words with too many senses to tell ("take", "time") bring nothing.
+        assert_eq!(related_query(&words(&["take", "time"])), None);
+        assert_eq!(related_query(&[]), None);
     }
 
     #[test]

@@ -548,6 +548,35 @@ async fn archive_recall_finds_old_facts_in_this_conversation_only() {
 }
 
 #[tokio::test]
+async fn archive_recall_finds_what_was_said_in_other_words() {
+    // The question shares no word with the fact: "bicycle" is "bike", "employer" is "employ".
+    let mut h = chat("a", 300);
+    h[10].text = "Finally picked up my new bike today, a blue Trek with mudguards.".into();
+    h[40].text = "They employ me as a night nurse at St Mary's now.".into();
+    let f = Fixture::new(&h).await;
+    let on = ConversationSettings {
+        max_context_tokens: 2000,
+        ..reference()
+    };
+    let question = "Which bicycle did I choose in the end, and who is my employer?";
+    let s = f.select("a", question, None, &on, None).await;
+    let got = reasons(&s);
+    assert!(got.contains(&("a-10".into(), Reason::Archive)), "{got:?}");
+    assert!(got.contains(&("a-40".into(), Reason::Archive)), "{got:?}");
+    // Without related words the same question finds neither.
+    let off = ConversationSettings {
+        archive_related_words: false,
+        ..on
+    };
+    let s = f.select("a", question, None, &off, None).await;
+    let got = ids(&s);
+    assert!(
+        !got.contains(&"a-10".to_owned()) && !got.contains(&"a-40".to_owned()),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_stored_message_bounds_the_context_by_arrival() {
     let f = Fixture::new(&chat("a", 10)).await;
     let a = f.conv("a").await;
