@@ -517,7 +517,10 @@ impl ContextEngine {
                     .map(|i| i.message.id),
             )
             .collect();
-        let query = recall.map(|r| r.query()).unwrap_or_default();
+        let mut query = recall.map(|r| r.query()).unwrap_or_default();
+        // Who speaks in the lookback: a question naming one of them is about their messages.
+        let speakers: HashSet<String> = items.iter().map(|i| render::speaker(&i.message)).collect();
+        query.set_speakers(speakers.iter().map(String::as_str));
         let terms = query.terms();
         let matches = match recall {
             Some(r) => r.matches(&query).await?,

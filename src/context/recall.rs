@@ -343,6 +343,10 @@ pub struct Query {
     words: HashSet<String>,
     /// The time the message asks about, if it names one.
     pub window: Option<(i64, i64)>,
+    /// Query words that name someone who speaks in the conversation ("What did Caroline
+    /// research?"): they tell whose messages matter more than what the message is about, so
+    /// they are searched at the lower weight of the words around a question.
+    pub names: Vec<String>,
 }
 
 impl Query {
@@ -384,7 +388,23 @@ impl Query {
                 .map(str::to_lowercase)
                 .collect(),
             window: dates::window(text, at_ms),
+            names: Vec::new(),
         }
+    }
+
+    /// Moves the query words that are part of a speaker's name (3 letters or more) from the
+    /// asked words to `names`.
+    pub fn set_speakers<'a>(&mut self, speakers: impl IntoIterator<Item = &'a str>) {
+        let parts: HashSet<String> = speakers
+            .into_iter()
+            .flat_map(|s| s.split(|c: char| !c.is_alphanumeric()))
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect();
+        let (names, focus): (Vec<String>, Vec<String>) =
+            self.focus.drain(..).partition(|t| parts.contains(t));
+        self.focus = focus;
+        self.names = names;
     }
 
     /// Every search term, the asked ones first.
@@ -477,6 +497,8 @@ impl Recall<'_> {
         let mut hits = HashMap::new();
         self.search(fts_query(&query.focus), 1.0, &mut hits).await?;
         self.search(fts_query(&query.context), CONTEXT_WEIGHT, &mut hits)
+            .await?;
+        self.search(fts_query(&query.names), CONTEXT_WEIGHT, &mut hits)
             .await?;
         if !hits.is_empty() {
             self.search(prefix_query(&query.terms()), PREFIX_WEIGHT, &mut hits)
@@ -737,6 +759,24 @@ mod tests {
         // Words with too many senses to tell ("take", "time") bring nothing.
         assert_eq!(related_query(&words(&["take", "time"])), None);
         assert_eq!(related_query(&[]), None);
+    }
+
+    #[test]
+    fn a_speakers_name_is_searched_at_the_lower_weight() {
+        let mut q = Query::new("When did Caroline go to the support group?", 0);
+        q.set_speakers(["Caroline Lee", "Melanie", "al"]);
+        assert_eq!(q.names, vec!["caroline"]);
+        assert_eq!(q.focus, vec!["go", "support", "group"]);
+        assert_eq!(
+            q.terms(),
+            vec!["go", "support", "group"],
+            "names leave snippets alone"
+        );
+        // Nobody of that name speaks: it stays a word like any other.
+        let mut q = Query::new("Where does Rose live?", 0);
+        q.set_speakers(["Melanie"]);
+        assert_eq!(q.focus, vec!["rose", "live"]);
+        assert!(q.names.is_empty());
     }
 
     #[test]

@@ -305,6 +305,79 @@ async fn context_select_runs_the_selection_over_jsonl_files() {
 }
 
 #[tokio::test]
+async fn context_select_reads_a_named_speaker_as_whose_messages_matter() {
+    // Two people chatting (both role "user", as in a group room or a dialogue corpus); Melanie
+    // often addresses Caroline by name. "When did Caroline go to the support group?" is about
+    // Caroline's own message, not about Melanie's questions that name her.
+    let dir = tempfile::tempdir().unwrap();
+    let topics = ["weather", "garden", "traffic", "coffee", "movies"];
+    let history: String = (0..200)
+        .map(|i| {
+            let who = if i % 2 == 0 { "Caroline" } else { "Melanie" };
+            let topic = topics[i % 5];
+            let text = match i {
+                20 => "The support group meeting last night was so powerful.".to_owned(),
+                31 | 51 | 71 | 91 => {
+                    format!("Caroline, is that support group still meeting? ({i})")
+                }
+                _ if i % 4 == 1 => format!("Thanks Caroline, {topic} chat {i}."),
+                _ => format!("Chatting about {topic} again, number {i}."),
+            };
+            json!({"id": i, "conversation": "c1", "sender": who, "role": "user", "text": text,
+                   "timestamp": format!("2026-03-01T{:02}:{:02}:00Z", 10 + i / 60, i % 60)})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("h.jsonl"), history).unwrap();
+    std::fs::write(
+        dir.path().join("q.jsonl"),
+        json!({"id": "q", "conversation": "c1",
+               "text": "When did Caroline go to the support group?"})
+        .to_string()
+            + "\n",
+    )
+    .unwrap();
+    // Room for the five newest messages and about three more.
+    let out = ctxgate(dir.path())
+        .args([
+            "context",
+            "select",
+            "--history",
+            "h.jsonl",
+            "--queries",
+            "q.jsonl",
+            "--budget-tokens",
+            "130",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap();
+    let selected: Vec<(u64, String)> = line["selected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_u64().unwrap(),
+                s["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        selected.contains(&(20, "archive".to_owned())),
+        "Caroline's own statement first: {selected:?}"
+    );
+    assert!(line["tokens"].as_u64().unwrap() <= 130);
+}
+
+#[tokio::test]
 async fn import_twice_gives_the_same_history_which_a_webhook_conversation_continues() {
     let dir = tempfile::tempdir().unwrap();
     let lines: String = (0..30)
