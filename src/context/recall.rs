@@ -490,9 +490,10 @@ impl Recall<'_> {
 
     /// Matches in the conversation, best first. The score is BM25 from the store's index: the
     /// question's words in full, the words around it, other forms of the words and words
-    /// related to the question's in meaning at a lower weight. It is raised for messages from the time the message asks about, from a speaker
-    /// it names, and for what people (not the bot) wrote. Messages from the time asked about
-    /// that share no word with it join at a share of the best score.
+    /// related to the question's in meaning at a lower weight. It is raised for messages from
+    /// the time the message asks about, from a speaker it names, and for what people (not the
+    /// bot) wrote. Messages from the time asked about that share no word with it join at a
+    /// share of the best score.
     pub async fn matches(&self, query: &Query) -> StoreResult<Vec<Match>> {
         let mut hits = HashMap::new();
         self.search(fts_query(&query.focus), 1.0, &mut hits).await?;
