@@ -78,6 +78,8 @@ impl SqliteStore {
                 .min_connections(1)
                 .idle_timeout(None)
                 .max_lifetime(None)
+                // A connection to a local database cannot go stale: no ping before each use.
+                .test_before_acquire(false)
                 .connect_with(options)
                 .await?;
             return Ok(Self {
@@ -110,6 +112,7 @@ impl SqliteStore {
             .await?;
         let read = SqlitePoolOptions::new()
             .max_connections(settings.read_connections)
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Ok(Self {
