@@ -33,6 +33,14 @@ MAX_RELATED = 8
 WORD_LINKS = {"+", "\\"}
 
 
+HEADER = """\
+# Words related in meaning or form, for archive recall (src/context/related.rs).
+# Built by tools/wordnet/related.py from WordNet 3.0.
+# WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.
+# Used under the WordNet 3.0 license (see tools/wordnet/LICENSE).
+"""
+
+
 def plain(word: str) -> bool:
     return word.isascii() and word.isalpha() and word.islower() and len(word) >= 3
 
@@ -139,7 +147,7 @@ def main() -> None:
                         add(synsets[(t_pos, t_off)][0][dst])
         if related:
             out.append(f"{lemma}\t{' '.join(related[:MAX_RELATED])}")
-    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.write(HEADER + "\n".join(out) + "\n")
 
 
 if __name__ == "__main__":
