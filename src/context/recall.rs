@@ -332,6 +332,31 @@ pub fn related_query(terms: &[String]) -> Option<String> {
     fts_query(&words)
 }
 
+/// The words of `text` (lowercased) that start with a capital letter other than at the start of
+/// a sentence.
+fn proper_nouns(text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut sentence_start = true;
+    let mut word = String::new();
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if c.is_alphanumeric() {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            if !sentence_start && word.chars().next().is_some_and(char::is_uppercase) {
+                out.insert(word.to_lowercase());
+            }
+            word.clear();
+            sentence_start = false;
+        }
+        if matches!(c, '.' | '!' | '?' | ':' | ';' | '\n' | '"' | '(') {
+            sentence_start = true;
+        }
+    }
+    out
+}
+
 /// The incoming message, analysed for the search.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
@@ -347,6 +372,9 @@ pub struct Query {
     /// research?"): they tell whose messages matter more than what the message is about, so
     /// they are searched at the lower weight of the words around a question.
     pub names: Vec<String>,
+    /// Words written capitalised inside a sentence ("my friend Rose"): names, not the common
+    /// words they spell, so no related words are searched for them.
+    proper: HashSet<String>,
 }
 
 impl Query {
@@ -389,6 +417,7 @@ impl Query {
                 .collect(),
             window: dates::window(text, at_ms),
             names: Vec::new(),
+            proper: proper_nouns(text),
         }
     }
 
@@ -506,7 +535,13 @@ impl Recall<'_> {
                 .await?;
         }
         if self.settings.archive_related_words {
-            self.search(related_query(&query.focus), RELATED_WEIGHT, &mut hits)
+            let common: Vec<String> = query
+                .focus
+                .iter()
+                .filter(|t| !query.proper.contains(*t))
+                .cloned()
+                .collect();
+            self.search(related_query(&common), RELATED_WEIGHT, &mut hits)
                 .await?;
         }
         let mut scored: Vec<Match> = hits
@@ -778,6 +813,18 @@ mod tests {
         q.set_speakers(["Melanie"]);
         assert_eq!(q.focus, vec!["rose", "live"]);
         assert!(q.names.is_empty());
+    }
+
+    #[test]
+    fn capitalised_words_inside_a_sentence_are_names() {
+        let q = Query::new(
+            "Where did John move? Ask Rose: she knows. Bob's car, too.",
+            0,
+        );
+        let mut got: Vec<&String> = q.proper.iter().collect();
+        got.sort();
+        // "Where", "Ask" and "Bob" open sentences; a colon ends one too.
+        assert_eq!(got, vec!["john", "rose"]);
     }
 
     #[test]

@@ -577,6 +577,39 @@ async fn archive_recall_finds_what_was_said_in_other_words() {
 }
 
 #[tokio::test]
+async fn a_name_in_the_question_brings_no_words_related_to_what_it_spells() {
+    // "John" is a name here, not WordNet's "john" (a toilet): the bathroom turn stays out.
+    let mut h = chat("a", 300);
+    h[10].text = "The bathroom tiles finally got replaced today.".into();
+    let f = Fixture::new(&h).await;
+    let settings = ConversationSettings {
+        max_context_tokens: 2000,
+        ..reference()
+    };
+    let s = f
+        .select(
+            "a",
+            "Where did my colleague John move to?",
+            None,
+            &settings,
+            None,
+        )
+        .await;
+    assert!(!ids(&s).contains(&"a-10".to_owned()), "{:?}", reasons(&s));
+    // The same word, not capitalised, is the common noun.
+    let s = f
+        .select(
+            "a",
+            "where did my colleague's john go?",
+            None,
+            &settings,
+            None,
+        )
+        .await;
+    assert!(ids(&s).contains(&"a-10".to_owned()), "{:?}", reasons(&s));
+}
+
+#[tokio::test]
 async fn the_stored_message_bounds_the_context_by_arrival() {
     let f = Fixture::new(&chat("a", 10)).await;
     let a = f.conv("a").await;
