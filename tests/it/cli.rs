@@ -188,6 +188,32 @@ async fn serve_answers_a_webhook_and_stops_on_sigterm() {
     assert!(rx.try_recv().is_err(), "exactly one answer");
 }
 
+/// Runs `ctxgate context select` over `h.jsonl` and `q.jsonl` in `dir`; its output lines.
+async fn context_select(dir: &std::path::Path, budget: usize) -> Vec<Value> {
+    let out = ctxgate(dir)
+        .args([
+            "context",
+            "select",
+            "--history",
+            "h.jsonl",
+            "--queries",
+            "q.jsonl",
+        ])
+        .args(["--budget-tokens", &budget.to_string()])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn context_select_runs_the_selection_over_jsonl_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -229,29 +255,7 @@ async fn context_select_runs_the_selection_over_jsonl_files() {
         .collect::<String>(),
     )
     .unwrap();
-    let out = ctxgate(dir.path())
-        .args([
-            "context",
-            "select",
-            "--history",
-            "h.jsonl",
-            "--queries",
-            "q.jsonl",
-            "--budget-tokens",
-            "400",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = context_select(dir.path(), 400).await;
     assert_eq!(lines.len(), 3);
     let q1 = &lines[0];
     assert_eq!(q1["query"], "q1");
@@ -339,26 +343,7 @@ async fn context_select_reads_a_named_speaker_as_whose_messages_matter() {
     )
     .unwrap();
     // Room for the five newest messages and about three more.
-    let out = ctxgate(dir.path())
-        .args([
-            "context",
-            "select",
-            "--history",
-            "h.jsonl",
-            "--queries",
-            "q.jsonl",
-            "--budget-tokens",
-            "130",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line: Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap();
+    let line = &context_select(dir.path(), 130).await[0];
     let selected: Vec<(u64, String)> = line["selected"]
         .as_array()
         .unwrap()
