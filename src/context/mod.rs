@@ -643,12 +643,7 @@ fn snippet_cap(settings: &ConversationSettings, room: usize) -> usize {
 
 /// A message's text reduced to its words, to spot repetitions.
 fn same_text(m: &MessageRecord) -> String {
-    m.text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
+    recall::words(&m.text).collect::<Vec<_>>().join(" ")
 }
 
 /// Ids of the newest `n` candidates (the guaranteed recent ones, briefings among them).

@@ -230,12 +230,17 @@ const SPEAKER_BOOST: f64 = 1.2;
 /// stated by that person, and the bot's answers restate them at more length.
 const USER_WEIGHT: f64 = 1.2;
 
+/// The words of `text` (runs of letters and digits), lowercased.
+pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
 /// The words of `text` worth searching for, lowercased and without stopwords.
 pub fn terms(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
-    let mut out: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
+    let mut out: Vec<String> = words(text)
         .filter(|w| w.chars().count() >= 2 && !STOPWORDS.contains(&w.as_str()))
         .filter(|w| seen.insert(w.clone()))
         .collect();
@@ -410,11 +415,7 @@ impl Query {
         Self {
             focus,
             context,
-            words: text
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .map(str::to_lowercase)
-                .collect(),
+            words: words(text).collect(),
             window: dates::window(text, at_ms),
             names: Vec::new(),
             proper: proper_nouns(text),
@@ -426,14 +427,22 @@ impl Query {
     pub fn set_speakers<'a>(&mut self, speakers: impl IntoIterator<Item = &'a str>) {
         let parts: HashSet<String> = speakers
             .into_iter()
-            .flat_map(|s| s.split(|c: char| !c.is_alphanumeric()))
+            .flat_map(words)
             .filter(|w| w.chars().count() >= 3)
-            .map(str::to_lowercase)
             .collect();
         let (names, focus): (Vec<String>, Vec<String>) =
             self.focus.drain(..).partition(|t| parts.contains(t));
         self.focus = focus;
         self.names = names;
+    }
+
+    /// The asked words that are not names, whose related words are worth searching for.
+    fn common_focus(&self) -> Vec<String> {
+        self.focus
+            .iter()
+            .filter(|t| !self.proper.contains(*t))
+            .cloned()
+            .collect()
     }
 
     /// Every search term, the asked ones first.
@@ -443,11 +452,7 @@ impl Query {
 
     /// Whether the message names `speaker` (every word of the name, as whole words).
     fn names(&self, speaker: &str) -> bool {
-        let parts: Vec<String> = speaker
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
+        let parts: Vec<String> = words(speaker).collect();
         parts.iter().map(|p| p.chars().count()).sum::<usize>() >= 3
             && parts.iter().all(|p| self.words.contains(p))
     }
@@ -535,14 +540,12 @@ impl Recall<'_> {
                 .await?;
         }
         if self.settings.archive_related_words {
-            let common: Vec<String> = query
-                .focus
-                .iter()
-                .filter(|t| !query.proper.contains(*t))
-                .cloned()
-                .collect();
-            self.search(related_query(&common), RELATED_WEIGHT, &mut hits)
-                .await?;
+            self.search(
+                related_query(&query.common_focus()),
+                RELATED_WEIGHT,
+                &mut hits,
+            )
+            .await?;
         }
         let mut scored: Vec<Match> = hits
             .into_values()

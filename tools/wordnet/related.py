@@ -54,7 +54,7 @@ def load(dict_dir: Path):
             if line.startswith("  "):
                 continue
             fields = line.split(" | ")[0].split()
-            offset, ss_type = fields[0], fields[2]
+            offset = fields[0]
             n = int(fields[3], 16)
             words = [fields[4 + 2 * i].split("(")[0].lower() for i in range(n)]
             i = 4 + 2 * n
@@ -66,7 +66,6 @@ def load(dict_dir: Path):
                 if sym in WORD_LINKS and src > 0:
                     links.append((sym, src - 1, "a" if t_pos == "s" else t_pos, t_off, dst - 1))
             synsets[(pos, offset)] = (words, links)
-            del ss_type
     return synsets
 
 
